@@ -1,0 +1,240 @@
+"""Scenario files: the scripted job every adapter runs, validated with errors that name file and field.
+
+A scenario says what the model answers at each turn, how fast it talks, how slow each service is,
+and at which offsets the stop is pressed. It is data, never code, so that no adapter can know it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EFFECT_KINDS = ("email", "pr", "calendar", "chat")
+SERVICE_KINDS = (*EFFECT_KINDS, "docs")
+TOOL_NAMES = ("draft_document", "send_email", "open_pr", "book_meeting", "post_chat")
+
+DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+
+_OFFSET_RE = re.compile(
+    r"^(?:at:(?P<ms>\d+(?:\.\d+)?)ms"
+    r"|on:(?P<event>llm_request|token):(?P<n>[1-9]\d*)"
+    r"|on:(?P<effect_event>effect_received|effect_committed):(?P<kind>[a-z]+)(?::(?P<en>[1-9]\d*))?)$"
+)
+
+
+class ScenarioError(ValueError):
+    """A scenario (file or inline) is malformed; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Offset:
+    """When the stop is pressed: a time after the run starts, or an event the world observes."""
+
+    text: str
+    at_ms: float | None = None
+    event: str | None = None  # llm_request | token | effect_received | effect_committed
+    kind: str | None = None  # effect kind for effect anchors
+    n: int = 1
+
+    @property
+    def is_event(self) -> bool:
+        return self.event is not None
+
+    def matches(self, event: str, kind: str | None, count: int) -> bool:
+        return self.event == event and (self.kind is None or self.kind == kind) and count == self.n
+
+
+def parse_offset(text: str, where: str = "offset") -> Offset:
+    m = _OFFSET_RE.match(str(text).strip())
+    if not m:
+        raise ScenarioError(
+            f"{where}: {text!r} is not an offset; expected at:<N>ms, on:llm_request:N, on:token:N, "
+            "on:effect_received:KIND[:N] or on:effect_committed:KIND[:N]"
+        )
+    if m.group("ms") is not None:
+        return Offset(text=text, at_ms=float(m.group("ms")))
+    if m.group("event"):
+        return Offset(text=text, event=m.group("event"), n=int(m.group("n")))
+    kind = m.group("kind")
+    if kind not in EFFECT_KINDS:
+        raise ScenarioError(f"{where}: effect kind {kind!r} is not one of {', '.join(EFFECT_KINDS)}")
+    return Offset(text=text, event=m.group("effect_event"), kind=kind, n=int(m.group("en") or 1))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model answer: some text tokens, then zero or more tool calls (several = parallel)."""
+
+    text_tokens: int = 0
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    turns: tuple[Turn, ...]
+    ttft_ms: float
+    tokens_per_s: float  # 0 = no pacing (as fast as the server can)
+    latency_ms: dict[str, float]
+    offsets: tuple[Offset, ...]
+    commit_on_disconnect: bool = True
+    prompt: str = ""
+    source: str = "<inline>"
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def digest(self) -> str:
+        """Hash of the scenario's content: rows carry it so results from edited scenarios never mix."""
+        return hashlib.sha256(json.dumps(self.raw, sort_keys=True).encode()).hexdigest()[:16]
+
+    def turn_for(self, tool_results: int) -> int:
+        """Turn index for a request that already carries `tool_results` tool results."""
+        done = 0
+        for i, turn in enumerate(self.turns):
+            if tool_results <= done:
+                return i
+            done += len(turn.tool_calls)
+        return len(self.turns)  # past the script: the model only says it is done
+
+    @property
+    def final_turn(self) -> int:
+        return len(self.turns) - 1
+
+    @property
+    def effect_calls(self) -> list[ToolCall]:
+        return [c for t in self.turns for c in t.tool_calls if c.name != "draft_document"]
+
+
+def _need(d: dict[str, Any], key: str, typ: type | tuple[type, ...], where: str) -> Any:
+    if key not in d:
+        raise ScenarioError(f"{where}: missing field '{key}'")
+    value = d[key]
+    if not isinstance(value, typ) or isinstance(value, bool) and typ in (int, float, (int, float)):
+        names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
+        raise ScenarioError(f"{where}.{key}: expected {names}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
+    known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
+             "commit_on_disconnect"}
+    for key in data:
+        if key not in known:
+            raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
+    name = _need(data, "name", str, source)
+    if not re.fullmatch(r"[a-z0-9_]+", name):
+        raise ScenarioError(f"{source}.name: {name!r} must be lower_snake_case")
+    pacing = data.get("pacing", {})
+    if not isinstance(pacing, dict):
+        raise ScenarioError(f"{source}.pacing: expected a mapping")
+    ttft = float(pacing.get("ttft_ms", 0))
+    tps = float(pacing.get("tokens_per_s", 0))
+    if ttft < 0 or tps < 0:
+        raise ScenarioError(f"{source}.pacing: ttft_ms and tokens_per_s must be >= 0")
+    latency_raw = data.get("latency_ms", {})
+    if not isinstance(latency_raw, dict):
+        raise ScenarioError(f"{source}.latency_ms: expected a mapping of service kind to milliseconds")
+    latency: dict[str, float] = {k: 0.0 for k in SERVICE_KINDS}
+    for kind, ms in latency_raw.items():
+        if kind not in SERVICE_KINDS:
+            raise ScenarioError(f"{source}.latency_ms.{kind}: unknown service (known: {', '.join(SERVICE_KINDS)})")
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
+            raise ScenarioError(f"{source}.latency_ms.{kind}: expected milliseconds >= 0, got {ms!r}")
+        latency[kind] = float(ms)
+    turns_raw = _need(data, "turns", list, source)
+    if not turns_raw:
+        raise ScenarioError(f"{source}.turns: at least one turn is needed")
+    turns = []
+    for i, t in enumerate(turns_raw):
+        where = f"{source}.turns[{i}]"
+        if not isinstance(t, dict):
+            raise ScenarioError(f"{where}: expected a mapping with 'text_tokens' and/or 'tool_calls'")
+        for key in t:
+            if key not in ("text_tokens", "tool_calls"):
+                raise ScenarioError(f"{where}: unknown field '{key}'")
+        text_tokens = t.get("text_tokens", 0)
+        if not isinstance(text_tokens, int) or isinstance(text_tokens, bool) or text_tokens < 0:
+            raise ScenarioError(f"{where}.text_tokens: expected an integer >= 0, got {text_tokens!r}")
+        calls = []
+        for j, c in enumerate(t.get("tool_calls", []) or []):
+            cw = f"{where}.tool_calls[{j}]"
+            if not isinstance(c, dict):
+                raise ScenarioError(f"{cw}: expected a mapping with 'name' and 'arguments'")
+            tool = _need(c, "name", str, cw)
+            if tool not in TOOL_NAMES:
+                raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {', '.join(TOOL_NAMES)})")
+            args = _need(c, "arguments", dict, cw)
+            from harness.tools import TOOL_PARAMETERS  # late: tools imports this module
+
+            expected = set(TOOL_PARAMETERS[tool])
+            if set(args) != expected:
+                raise ScenarioError(f"{cw}.arguments: {tool} takes {sorted(expected)}, got {sorted(args)}")
+            calls.append(ToolCall(tool, {k: str(v) for k, v in args.items()}))
+        if text_tokens == 0 and not calls:
+            raise ScenarioError(f"{where}: a turn needs text_tokens > 0 or at least one tool call")
+        turns.append(Turn(text_tokens=text_tokens, tool_calls=tuple(calls)))
+    if turns[-1].tool_calls:
+        raise ScenarioError(f"{source}.turns[{len(turns) - 1}]: the last turn must be a text answer")
+    offsets_raw = _need(data, "offsets", list, source)
+    offsets = tuple(parse_offset(o, f"{source}.offsets[{i}]") for i, o in enumerate(offsets_raw))
+    cod = data.get("commit_on_disconnect", True)
+    if not isinstance(cod, bool):
+        raise ScenarioError(f"{source}.commit_on_disconnect: expected true or false")
+    return Scenario(
+        name=name,
+        description=str(data.get("description", "")),
+        prompt=str(data.get("prompt", "Do the job.")),
+        turns=tuple(turns),
+        ttft_ms=ttft,
+        tokens_per_s=tps,
+        latency_ms=latency,
+        offsets=offsets,
+        commit_on_disconnect=cod,
+        source=source,
+        raw=data,
+    )
+
+
+def load_scenario_file(path: Path) -> Scenario:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read: {e}") from e
+    except yaml.YAMLError as e:
+        raise ScenarioError(f"{path}: not valid YAML: {e}") from e
+    scenario = scenario_from_dict(data, source=str(path))
+    if scenario.name != path.stem:
+        raise ScenarioError(f"{path}.name: {scenario.name!r} must match the file name {path.stem!r}")
+    return scenario
+
+
+def load_scenarios(directory: Path = DEFAULT_SCENARIOS_DIR) -> dict[str, Scenario]:
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise ScenarioError(f"{directory}: no scenario files (*.yaml)")
+    return {s.name: s for s in map(load_scenario_file, files)}
+
+
+def resolve_scenario(spec: str | dict[str, Any], directory: Path = DEFAULT_SCENARIOS_DIR) -> Scenario:
+    if isinstance(spec, dict):
+        return scenario_from_dict(spec)
+    path = directory / f"{spec}.yaml"
+    if not path.exists():
+        known = ", ".join(p.stem for p in sorted(directory.glob("*.yaml")))
+        raise ScenarioError(f"unknown scenario {spec!r} (in {directory}: {known})")
+    return load_scenario_file(path)

@@ -1,0 +1,168 @@
+"""The one implementation of the scenario tools, sync and async, that every adapter wraps.
+
+Each tool is a plain function with a signature and docstring a framework can introspect. It calls
+the world's service for the run and returns the service's JSON answer as a string. No adapter
+rewrites these: an adapter that did could make its framework look better than it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+# tool name -> (service path, parameters, description)
+TOOL_SPECS: dict[str, tuple[str, dict[str, str], str]] = {
+    "draft_document": (
+        "docs/draft",
+        {"title": "Title of the document", "topic": "What the document is about"},
+        "Draft a document and return its text. Has no side effect.",
+    ),
+    "send_email": (
+        "email/send",
+        {"to": "Recipient address", "subject": "Subject line", "body": "Message body"},
+        "Send an email. This is a side effect: the email is delivered.",
+    ),
+    "open_pr": (
+        "pr/open",
+        {"title": "Pull request title", "branch": "Source branch"},
+        "Open a pull request. This is a side effect.",
+    ),
+    "book_meeting": (
+        "calendar/book",
+        {"title": "Meeting title", "when": "Start time, ISO 8601"},
+        "Book a calendar meeting. This is a side effect: invitations go out.",
+    ),
+    "post_chat": (
+        "chat/post",
+        {"channel": "Channel name", "text": "Message text"},
+        "Post a chat message. This is a side effect.",
+    ),
+}
+TOOL_PARAMETERS: dict[str, tuple[str, ...]] = {n: tuple(s[1]) for n, s in TOOL_SPECS.items()}
+TOOL_KIND = {"send_email": "email", "open_pr": "pr", "book_meeting": "calendar", "post_chat": "chat"}
+COMPENSATION_PATH = {"email": "email/recall", "pr": "pr/close", "calendar": "calendar/cancel",
+                     "chat": "chat/delete"}
+
+# key_policy(tool_name, arguments) -> Idempotency-Key or None
+KeyPolicy = Callable[[str, dict[str, Any]], str | None]
+# on_result(tool_name, arguments, parsed service answer): for bookkeeping such as saga registries
+ResultHook = Callable[[str, dict[str, Any], dict[str, Any]], None]
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    """JSON Schema of a tool's parameters (all strings, all required)."""
+    params = TOOL_SPECS[name][1]
+    return {
+        "type": "object",
+        "properties": {p: {"type": "string", "description": d} for p, d in params.items()},
+        "required": list(params),
+        "additionalProperties": False,
+    }
+
+
+def openai_tool_definitions() -> list[dict[str, Any]]:
+    """The tools in OpenAI Chat Completions form, for loops that talk to the model API directly."""
+    return [
+        {"type": "function",
+         "function": {"name": n, "description": s[2], "parameters": json_schema(n)}}
+        for n, s in TOOL_SPECS.items()
+    ]
+
+
+class ToolError(RuntimeError):
+    """The service refused or failed the call; the framework sees it as a failed tool."""
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    if response.status_code >= 400:
+        raise ToolError(f"{response.request.url.path}: HTTP {response.status_code}: {response.text[:200]}")
+    return response.json()
+
+
+class Toolbox:
+    """The tools of one run. `sync` and `async_` hold functions named and typed like the tools."""
+
+    def __init__(self, services_url: str, key_policy: KeyPolicy | None = None,
+                 on_result: ResultHook | None = None, timeout_s: float = 30.0):
+        self.services_url = services_url.rstrip("/")
+        self.key_policy = key_policy
+        self.on_result = on_result
+        self.timeout_s = timeout_s
+        self.sync: dict[str, Callable[..., str]] = {n: self._make_sync(n) for n in TOOL_SPECS}
+        self.async_: dict[str, Callable[..., Awaitable[str]]] = {n: self._make_async(n) for n in TOOL_SPECS}
+
+    def _request(self, name: str, arguments: dict[str, Any], idempotency_key: str | None):
+        url = f"{self.services_url}/{TOOL_SPECS[name][0]}"
+        key = idempotency_key or (self.key_policy(name, arguments) if self.key_policy else None)
+        headers = {"Idempotency-Key": key} if key else {}
+        return url, headers
+
+    def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
+        url, headers = self._request(name, arguments, idempotency_key)
+        with httpx.Client(timeout=self.timeout_s) as client:
+            answer = _answer(client.post(url, json=arguments, headers=headers))
+        if self.on_result:
+            self.on_result(name, arguments, answer)
+        return json.dumps(answer)
+
+    async def acall(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
+        url, headers = self._request(name, arguments, idempotency_key)
+        # A client per call: frameworks run async tools on loops of their own choosing.
+        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            answer = _answer(await client.post(url, json=arguments, headers=headers))
+        if self.on_result:
+            self.on_result(name, arguments, answer)
+        return json.dumps(answer)
+
+    def compensate(self, kind: str, effect_id: str) -> dict[str, Any]:
+        """Undo a committed effect (recall the email, close the PR, cancel the meeting, delete the post)."""
+        with httpx.Client(timeout=self.timeout_s) as client:
+            return _answer(client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
+                                       json={"effect_id": effect_id}))
+
+    async def acompensate(self, kind: str, effect_id: str) -> dict[str, Any]:
+        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+            return _answer(await client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
+                                             json={"effect_id": effect_id}))
+
+    def _make_sync(self, name: str) -> Callable[..., str]:
+        params = TOOL_PARAMETERS[name]
+
+        def tool(*args: str, **kwargs: str) -> str:
+            return self.call(name, _bind(name, params, args, kwargs))
+
+        return _dress(tool, name)
+
+    def _make_async(self, name: str) -> Callable[..., Awaitable[str]]:
+        params = TOOL_PARAMETERS[name]
+
+        async def tool(*args: str, **kwargs: str) -> str:
+            return await self.acall(name, _bind(name, params, args, kwargs))
+
+        return _dress(tool, name)
+
+
+def _bind(name: str, params: tuple[str, ...], args: tuple, kwargs: dict) -> dict[str, Any]:
+    bound = dict(zip(params, args, strict=False))
+    bound.update(kwargs)
+    if set(bound) != set(params):
+        raise TypeError(f"{name}() takes {', '.join(params)}; got {', '.join(sorted(bound))}")
+    return bound
+
+
+def _dress(fn: Callable, name: str) -> Callable:
+    """Give a generic closure the tool's real name, signature and docstring for introspection."""
+    import inspect
+
+    _, params, description = TOOL_SPECS[name]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = description + "\n\nArgs:\n" + "".join(f"    {p}: {d}\n" for p, d in params.items())
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str) for p in params],
+        return_annotation=str,
+    )
+    fn.__annotations__ = {**{p: str for p in params}, "return": str}
+    return fn

@@ -1,0 +1,1 @@
+"""The fake outside world: scripted model API, side-effect services, MCP server and the ledger."""

@@ -1,0 +1,206 @@
+"""The world's HTTP surface: runs, the model API, services, marks, the ledger and the control stream.
+
+Routes (everything for a run lives under /runs/<run_id>/):
+  POST /runs                          create a run {"scenario", "seed", "stop_anchor"}
+  GET  /runs/<id>/ledger              the run's events
+  POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?}
+  GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
+  GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=
+  POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
+  POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model
+  POST /runs/<id>/<kind>/<action>     services (email/send, email/recall, pr/open, ...)
+  GET  /unattributed                  requests that named no known run
+Bad input never crashes the server: unknown run -> 404 (recorded), bad body -> 400 with a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.scenario import ScenarioError, parse_offset, resolve_scenario
+from harness.world import model_api, services
+from harness.world.asgi import Connection
+from harness.world.ledger import ACTIVITY_EVENTS, Run, World
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw or b"null")
+    except ValueError as e:
+        raise HTTPError(400, f"body is not valid JSON: {e}") from e
+
+
+class WorldApp:
+    def __init__(self, scenarios_dir: Path, host_url: str = ""):
+        self.world = World(scenarios_dir)
+        self.host_url = host_url  # set once the port is known
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        conn = Connection(scope, receive, send)
+        try:
+            raw = await conn.read_body()
+            await self.route(conn, raw)
+        except HTTPError as e:
+            if not conn.started:
+                await conn.send_json(e.status, {"error": {"message": e.message, "code": e.status}})
+        except Exception as e:  # the world never dies of a request
+            if not conn.started:
+                await conn.send_json(500, {"error": {"message": f"{type(e).__name__}: {e}", "code": 500}})
+        finally:
+            conn.close()
+
+    async def route(self, conn: Connection, raw: bytes) -> None:
+        parts = [p for p in conn.path.split("/") if p]
+        method = conn.method
+        if parts == ["health"]:
+            return await conn.send_json(200, {"ok": True, "runs": len(self.world.runs)})
+        if parts == ["unattributed"]:
+            return await conn.send_json(200, self.world.unattributed)
+        if parts == ["runs"] and method == "POST":
+            return await conn.send_json(200, self.create_run(_json(raw)))
+        if len(parts) < 3 or parts[0] != "runs":
+            self.world.record_unattributed(method, conn.path, "no such route")
+            raise HTTPError(404, f"no route {method} {conn.path}")
+        run = self.world.runs.get(parts[1])
+        if run is None:
+            self.world.record_unattributed(method, conn.path, "unknown run")
+            raise HTTPError(404, f"unknown run {parts[1]!r}")
+        rest = "/".join(parts[2:])
+        try:
+            await self.route_run(conn, run, method, rest, raw)
+        except services.BadRequest as e:
+            raise HTTPError(400, str(e)) from e
+        except LookupError as e:
+            raise HTTPError(404, str(e)) from e
+
+    async def route_run(self, conn: Connection, run: Run, method: str, rest: str, raw: bytes) -> None:
+        if method == "GET" and rest == "ledger":
+            return await conn.send_json(200, {"run_id": run.run_id, "scenario": run.scenario.name,
+                                              "anchor": run.anchor.text if run.anchor else None,
+                                              "events": run.events})
+        if method == "GET" and rest == "control":
+            return await self.control(conn, run)
+        if method == "GET" and rest == "quiet":
+            return await conn.send_json(200, await self.quiet(run, conn.query()))
+        if method == "GET" and rest == "v1/models":
+            return await conn.send_json(200, {"object": "list", "data": [
+                {"id": "scripted", "object": "model", "created": 0, "owned_by": "stopbench"}]})
+        if method != "POST":
+            raise HTTPError(405, f"{method} /runs/{run.run_id}/{rest} is not supported")
+        body = _json(raw)
+        if rest == "marks":
+            return await conn.send_json(200, self.mark(run, body))
+        if rest == "processes":
+            if not isinstance(body, dict) or not isinstance(body.get("pid"), int):
+                raise HTTPError(400, "processes: body must be {\"pid\": int, \"role\": str}")
+            run.record("process_registered", pid=body["pid"], role=str(body.get("role", "")))
+            return await conn.send_json(200, {"ok": True})
+        if rest in ("v1/chat/completions", "v1/responses"):
+            if not isinstance(body, dict):
+                raise HTTPError(400, "model request: body must be a JSON object")
+            api = model_api.chat_completions if rest.endswith("completions") else model_api.responses
+            return await api(run, body, raw, conn)
+        if rest in services.EFFECT_PATHS:
+            return await conn.send_json(200, await services.effect(run, rest, body, conn))
+        if rest in services.COMPENSATIONS:
+            return await conn.send_json(200, await services.compensate(run, rest, body))
+        if rest == "docs/draft":
+            return await conn.send_json(200, await services.draft(run, body))
+        self.world.record_unattributed(method, conn.path, "no such service")
+        raise HTTPError(404, f"no service {rest!r}")
+
+    def create_run(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise HTTPError(400, "POST /runs: body must be a JSON object with 'scenario'")
+        spec = body.get("scenario")
+        if not isinstance(spec, (str, dict)):
+            raise HTTPError(400, "POST /runs: 'scenario' must be a scenario name or an inline scenario")
+        seed = body.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise HTTPError(400, "POST /runs: 'seed' must be an integer")
+        try:
+            scenario = resolve_scenario(spec, self.world.scenarios_dir)
+            anchor = body.get("stop_anchor")
+            offset = parse_offset(anchor, "POST /runs: stop_anchor") if anchor else None
+        except ScenarioError as e:
+            raise HTTPError(400, str(e)) from e
+        if offset is not None and not offset.is_event:
+            raise HTTPError(400, f"POST /runs: stop_anchor {anchor!r} is a time offset; the trial fires those")
+        run_id = self.world.new_run_id()
+        run = Run(run_id, scenario, seed, offset, time.monotonic_ns())
+        self.world.runs[run_id] = run
+        run.record("run_created", scenario=scenario.name, seed=seed, anchor=anchor)
+        base = f"{self.host_url}/runs/{run_id}"
+        return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base}
+
+    def mark(self, run: Run, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+            raise HTTPError(400, "marks: body must be {\"name\": str, \"t\": int?, \"data\": object?}")
+        t = body.get("t")
+        if t is not None and (not isinstance(t, int) or isinstance(t, bool)):
+            raise HTTPError(400, "marks: 't' must be an integer of time.monotonic_ns()")
+        entry = run.record("mark", t=t, name=body["name"], data=body.get("data"))
+        return {"t": entry["t"]}
+
+    async def control(self, conn: Connection, run: Run) -> None:
+        queue: asyncio.Queue = asyncio.Queue()
+        run.control_queues.append(queue)
+        try:
+            await conn.start_sse()
+            await conn.send_body(b": open\n\n")
+            if run.anchor_fired:  # the anchor happened before the listener came: say so at once
+                queue.put_nowait({"event": "stop", "anchor": run.anchor.text, "late_listener": True})
+            while not conn.disconnected:
+                getter = asyncio.ensure_future(queue.get())
+                gone = asyncio.ensure_future(conn.gone.wait())
+                done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    gone.cancel()
+                    break
+                gone.cancel()
+                msg = getter.result()
+                await conn.send_body(f"event: {msg['event']}\ndata: {json.dumps(msg)}\n\n".encode())
+        finally:
+            run.control_queues.remove(queue)
+
+    async def quiet(self, run: Run, query: dict[str, str]) -> dict[str, Any]:
+        """Wait until nothing has happened for the run for `window_ms` and nothing is in progress."""
+        try:
+            window = float(query.get("window_ms", 300)) * 1e6
+            deadline = time.monotonic_ns() + float(query.get("deadline_ms", 10000)) * 1e6
+        except ValueError as e:
+            raise HTTPError(400, f"quiet: window_ms and deadline_ms must be numbers: {e}") from e
+        while True:
+            now = time.monotonic_ns()
+            idle = now - max(run.last_activity_ns, run.created_ns)
+            if run.open_requests == 0 and idle >= window:
+                return {"quiet": True, "last_activity_ns": run.last_activity_ns, "waited_until": now}
+            if now >= deadline:
+                return {"quiet": False, "last_activity_ns": run.last_activity_ns,
+                        "open_requests": run.open_requests, "waited_until": now}
+            await asyncio.sleep(min(max((window - idle) / 1e9, 0.002), 0.05))
+
+
+__all__ = ["WorldApp", "ACTIVITY_EVENTS"]

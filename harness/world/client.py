@@ -1,0 +1,109 @@
+"""Start a world process and talk to it (runs, marks, ledger, quiet) from the harness side."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from harness.scenario import DEFAULT_SCENARIOS_DIR
+
+OWNER_ENV = "STOPBENCH_OWNER"  # every process stopbench starts carries it, so `stopbench reap` finds strays
+
+
+class WorldError(RuntimeError):
+    pass
+
+
+class WorldProcess:
+    """A world server in a child process; a context manager that always ends it."""
+
+    def __init__(self, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR, port: int = 0):
+        self.scenarios_dir = scenarios_dir
+        self.port = port
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self, timeout_s: float = 20.0) -> str:
+        env = {**os.environ, OWNER_ENV: f"world:{os.getpid()}"}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "world", "--port", str(self.port),
+             "--scenarios", str(self.scenarios_dir)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+        )
+        line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
+        if not line.startswith("http://"):
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.stop()
+            raise WorldError(f"the world did not start: {line} {err}".strip())
+        self.url = line
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.url}/health", timeout=1).raise_for_status()
+                return self.url
+            except httpx.HTTPError:
+                time.sleep(0.02)
+        self.stop()
+        raise WorldError(f"the world at {self.url} did not answer /health in {timeout_s}s")
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+        self.proc = None
+
+    def __enter__(self) -> WorldProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class WorldClient:
+    """Synchronous calls the harness makes to the world (never on a framework's hot path)."""
+
+    def __init__(self, url: str, timeout_s: float = 30.0):
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=timeout_s)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _check(self, r: httpx.Response) -> Any:
+        if r.status_code >= 400:
+            raise WorldError(f"{r.request.method} {r.request.url.path}: HTTP {r.status_code} {r.text[:300]}")
+        return r.json()
+
+    def create_run(self, scenario: str | dict, seed: int = 0, stop_anchor: str | None = None) -> dict:
+        body = {"scenario": scenario, "seed": seed, "stop_anchor": stop_anchor}
+        return self._check(self.http.post(f"{self.url}/runs", json=body))
+
+    def ledger(self, run_id: str) -> dict[str, Any]:
+        return self._check(self.http.get(f"{self.url}/runs/{run_id}/ledger"))
+
+    def mark(self, run_id: str, name: str, t: int | None = None, data: Any = None) -> int:
+        body = {"name": name, "t": t if t is not None else time.monotonic_ns(), "data": data}
+        return self._check(self.http.post(f"{self.url}/runs/{run_id}/marks", json=body))["t"]
+
+    def quiet(self, run_id: str, window_ms: float, deadline_ms: float) -> dict[str, Any]:
+        r = self.http.get(f"{self.url}/runs/{run_id}/quiet",
+                          params={"window_ms": window_ms, "deadline_ms": deadline_ms},
+                          timeout=deadline_ms / 1000 + 10)
+        return self._check(r)

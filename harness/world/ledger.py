@@ -1,0 +1,103 @@
+"""The ledger: every event the world sees, stamped with the one clock, per run.
+
+Everything stopbench reports is computed from these events and the trial's marks. The run also
+owns the event anchor: when the anchored event happens, the world pushes `stop` to the trial.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.scenario import Offset, Scenario
+
+# Events that are the run's own activity (marks and audits are the trial talking, not the agent).
+ACTIVITY_EVENTS = frozenset({
+    "llm_request", "token", "disconnect", "response_done", "effect_received", "effect_committed",
+    "effect_aborted", "effect_duplicate", "compensation", "read", "process_registered",
+})
+
+HOLD_TIMEOUT_S = 5.0  # an effect held for the stop waits at most this long for stop_called
+
+
+@dataclass
+class Effect:
+    effect_id: str
+    kind: str
+    logical: str
+    idempotency_key: str | None
+    committed: asyncio.Future
+    received_ns: int
+
+
+@dataclass
+class Run:
+    run_id: str
+    scenario: Scenario
+    seed: int
+    anchor: Offset | None
+    created_ns: int
+    events: list[dict[str, Any]] = field(default_factory=list)
+    last_activity_ns: int = 0
+    open_requests: int = 0
+    anchor_fired: bool = False
+    counters: dict[str, int] = field(default_factory=dict)
+    effects: dict[str, Effect] = field(default_factory=dict)
+    by_key: dict[str, Effect] = field(default_factory=dict)
+    control_queues: list[asyncio.Queue] = field(default_factory=list)
+    stop_called: asyncio.Event = field(default_factory=asyncio.Event)
+    responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered
+    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def record(self, event: str, t: int | None = None, **data: Any) -> dict[str, Any]:
+        t = time.monotonic_ns() if t is None else t
+        entry = {"t": t, "event": event, **data}
+        self.events.append(entry)
+        if event in ACTIVITY_EVENTS:
+            self.last_activity_ns = max(self.last_activity_ns, t)
+        if event == "mark" and data.get("name") == "stop_called":
+            self.stop_called.set()
+        return entry
+
+    def count(self, event: str, kind: str | None = None) -> int:
+        """Count an anchorable event and fire the stop anchor when it is the N-th one."""
+        key = f"{event}:{kind}" if kind else event
+        n = self.counters.get(key, 0) + 1
+        self.counters[key] = n
+        anchor = self.anchor
+        if anchor is not None and not self.anchor_fired and anchor.matches(event, kind, n):
+            self.fire_anchor()
+        return n
+
+    def fire_anchor(self) -> None:
+        self.anchor_fired = True
+        entry = self.record("anchor_fired", anchor=self.anchor.text if self.anchor else None)
+        for q in self.control_queues:
+            q.put_nowait({"event": "stop", "anchor": entry["anchor"], "t": entry["t"]})
+
+    def holds_for_stop(self, kind: str, n: int) -> bool:
+        """True when this effect is the anchored in-flight one: its commit waits for stop_called."""
+        a = self.anchor
+        return a is not None and a.event == "effect_received" and a.kind == kind and a.n == n
+
+
+class World:
+    """All runs of one world process, and what arrived for no run."""
+
+    def __init__(self, scenarios_dir):
+        self.scenarios_dir = scenarios_dir
+        self.runs: dict[str, Run] = {}
+        self.unattributed: list[dict[str, Any]] = []
+        self._seq = itertools.count(1)
+
+    def new_run_id(self) -> str:
+        return f"r{next(self._seq):05d}"
+
+    def record_unattributed(self, method: str, path: str, reason: str) -> None:
+        self.unattributed.append({"t": time.monotonic_ns(), "method": method, "path": path, "reason": reason})

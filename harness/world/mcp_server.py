@@ -1,0 +1,48 @@
+"""A real MCP stdio server serving the scenario tools for one run, by calling the world's services.
+
+`python -m harness.world.mcp_server --run-url http://127.0.0.1:PORT/runs/<run_id>`
+It registers its pid with the world when it starts, so an orphan is known for certain.
+Works with mcp 1.x (FastMCP) and 2.x (MCPServer): framework environments pin different majors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import httpx
+
+from harness.tools import Toolbox
+
+
+def _server_class():
+    try:
+        from mcp.server.mcpserver import MCPServer  # mcp 2.x
+
+        return MCPServer
+    except ImportError:
+        from mcp.server.fastmcp import FastMCP  # mcp 1.x
+
+        return FastMCP
+
+
+def build_server(run_url: str):
+    server = _server_class()("stopbench-world", log_level="WARNING")
+    toolbox = Toolbox(run_url)
+    for name, fn in toolbox.async_.items():
+        server.tool(name=name, description=fn.__doc__)(fn)
+    return server
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m harness.world.mcp_server")
+    parser.add_argument("--run-url", required=True, help="the run's services base URL")
+    args = parser.parse_args(argv)
+    run_url = args.run_url.rstrip("/")
+    httpx.post(f"{run_url}/processes", json={"pid": os.getpid(), "role": "mcp_server"},
+               timeout=10).raise_for_status()
+    build_server(run_url).run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+"""The scripted model: OpenAI Chat Completions and Responses, streamed and not.
+
+The scenario decides the answer; the request only decides which turn (by counting the tool results
+it already carries). One token = one delta; each is stamped in the ledger as it is generated. A
+stream stops generating when the client goes away; a non-streaming answer is generated in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.scenario import Scenario, Turn
+from harness.world.asgi import Connection
+from harness.world.ledger import Run
+
+WORDS = ("the", "quarter", "closed", "with", "revenue", "up", "and", "costs", "down", "as", "planned",
+         "so", "we", "ship", "report", "today", "team", "notes", "follow", "next")
+ARG_CHUNK = 12  # characters of tool-call arguments per streamed delta
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One generated token: a text fragment, a tool call's header, or a chunk of its arguments."""
+
+    kind: str  # text | call | args
+    text: str = ""
+    call: int = 0
+
+
+@dataclass(frozen=True)
+class Answer:
+    turn: int
+    text: str
+    calls: tuple[tuple[str, str, str], ...]  # (call_id, name, arguments json)
+    pieces: tuple[Piece, ...]
+
+
+def plan_answer(scenario: Scenario, turn_index: int, run_id: str, seed: int) -> Answer:
+    """The model's answer for a turn, and how it splits into tokens. Deterministic by design."""
+    turn = scenario.turns[turn_index] if turn_index < len(scenario.turns) else Turn(text_tokens=1)
+    pieces: list[Piece] = []
+    words = [WORDS[(seed + turn_index * 7 + i) % len(WORDS)] for i in range(turn.text_tokens)]
+    if turn_index >= len(scenario.turns):
+        words = ["Done."]
+    for i, w in enumerate(words):
+        pieces.append(Piece("text", w if i == 0 else " " + w))
+    calls = []
+    for j, call in enumerate(turn.tool_calls):
+        call_id = f"call_{run_id}_{turn_index}_{j}"
+        args = json.dumps(call.arguments)
+        calls.append((call_id, call.name, args))
+        pieces.append(Piece("call", call=j))
+        pieces.extend(Piece("args", args[k:k + ARG_CHUNK], j) for k in range(0, len(args), ARG_CHUNK))
+    return Answer(turn_index, "".join(p.text for p in pieces if p.kind == "text"), tuple(calls), tuple(pieces))
+
+
+def tokens_per_turn(scenario: Scenario) -> list[int]:
+    """Tokens each turn generates (for choosing on:token:N anchors)."""
+    return [len(plan_answer(scenario, i, "r", 0).pieces) for i in range(len(scenario.turns))]
+
+
+def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
+    if api == "chat":
+        return sum(1 for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "tool")
+    items = body.get("input", [])
+    n = 0
+    if isinstance(items, list):
+        n = sum(1 for m in items if isinstance(m, dict) and m.get("type") == "function_call_output")
+    prev = body.get("previous_response_id")
+    if isinstance(prev, str):
+        n += run.responses.get(prev, 0)
+    return n
+
+
+class Pacer:
+    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate."""
+
+    def __init__(self, scenario: Scenario):
+        self.start = time.monotonic()
+        self.ttft = scenario.ttft_ms / 1000
+        self.interval = 1 / scenario.tokens_per_s if scenario.tokens_per_s else 0.0
+
+    async def before(self, i: int) -> None:
+        if not self.interval and not self.ttft:
+            if i % 16 == 0:
+                await asyncio.sleep(0)  # let the control stream and other streams run
+            return
+        delay = self.start + self.ttft + i * self.interval - time.monotonic()
+        await asyncio.sleep(max(delay, 0))
+
+
+async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piece], Awaitable[None]],
+                   conn: Connection | None) -> tuple[int, bool]:
+    """Generate the answer's tokens; stop when the client is gone (streams only). Returns (tokens, done)."""
+    pacer = Pacer(run.scenario)
+    sent = 0
+    for i, piece in enumerate(answer.pieces):
+        await pacer.before(i)
+        if conn is not None and conn.disconnected:
+            run.record("disconnect", req=req, tokens=sent)
+            return sent, False
+        run.record("token", req=req, i=i)
+        run.count("token")
+        sent += 1
+        await emit(i, piece)
+    return sent, True
+
+
+def prompt_tokens(raw: bytes) -> int:
+    return max(1, len(raw) // 4)
+
+
+def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> tuple[int, Answer, bool]:
+    req = run.next_id()
+    results = count_tool_results(api, body, run)
+    turn = run.scenario.turn_for(results)
+    stream = bool(body.get("stream"))
+    run.record("llm_request", req=req, api=api, stream=stream, turn=turn, tool_results=results,
+               prompt_tokens=prompt_tokens(raw))
+    run.count("llm_request")
+    return req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream
+
+
+# ----- Chat Completions -----------------------------------------------------------------------------
+
+async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
+    req, answer, stream = new_request(run, "chat", body, raw)
+    model = str(body.get("model", "scripted"))
+    cid = f"chatcmpl-{run.run_id}-{req}"
+    created = int(time.time())
+    ptoks = prompt_tokens(raw)
+    finish = "tool_calls" if answer.calls else "stop"
+    run.open_requests += 1
+    try:
+        if not stream:
+            tokens, _ = await generate(run, req, answer, _noop, None)
+            message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+            if answer.calls:
+                message["tool_calls"] = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}}
+                                         for c, n, a in answer.calls]
+            await conn.send_json(200, {
+                "id": cid, "object": "chat.completion", "created": created, "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": _chat_usage(ptoks, tokens),
+            })
+            run.record("response_done", req=req, tokens=tokens, complete=True)
+            return
+
+        head = f'{{"id":"{cid}","object":"chat.completion.chunk","created":{created},"model":{json.dumps(model)},'
+        await conn.start_sse()
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+            return (f'data: {head}"choices":[{{"index":0,"delta":{json.dumps(delta)},'
+                    f'"finish_reason":{json.dumps(finish_reason)},"logprobs":null}}]}}\n\n').encode()
+
+        await conn.send_body(chunk({"role": "assistant", "content": ""}))
+
+        async def emit(i: int, piece: Piece) -> None:
+            if piece.kind == "text":
+                delta: dict[str, Any] = {"content": piece.text}
+            elif piece.kind == "call":
+                call_id, name, _ = answer.calls[piece.call]
+                delta = {"tool_calls": [{"index": piece.call, "id": call_id, "type": "function",
+                                         "function": {"name": name, "arguments": ""}}]}
+            else:
+                delta = {"tool_calls": [{"index": piece.call, "function": {"arguments": piece.text}}]}
+            await conn.send_body(chunk(delta))
+
+        tokens, done = await generate(run, req, answer, emit, conn)
+        if done:
+            await conn.send_body(chunk({}, finish))
+            opts = body.get("stream_options") or {}
+            if isinstance(opts, dict) and opts.get("include_usage"):
+                usage = json.dumps(_chat_usage(ptoks, tokens))
+                await conn.send_body(f'data: {head}"choices":[],"usage":{usage}}}\n\n'.encode())
+            await conn.send_body(b"data: [DONE]\n\n", more=False)
+        run.record("response_done", req=req, tokens=tokens, complete=done)
+    finally:
+        run.open_requests -= 1
+
+
+def _chat_usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0}}
+
+
+async def _noop(i: int, piece: Piece) -> None:
+    return None
+
+
+# ----- Responses ------------------------------------------------------------------------------------
+
+def _responses_usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion,
+            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def _output_items(run: Run, req: int, answer: Answer) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if answer.text:
+        items.append({"type": "message", "id": f"msg_{run.run_id}_{req}", "role": "assistant",
+                      "status": "completed",
+                      "content": [{"type": "output_text", "text": answer.text, "annotations": [],
+                                   "logprobs": []}]})
+    for j, (call_id, name, args) in enumerate(answer.calls):
+        items.append({"type": "function_call", "id": f"fc_{run.run_id}_{req}_{j}", "call_id": call_id,
+                      "name": name, "arguments": args, "status": "completed"})
+    return items
+
+
+def _response_object(run: Run, req: int, body: dict[str, Any], status: str, output: list, usage) -> dict:
+    return {
+        "id": f"resp_{run.run_id}_{req}", "object": "response", "created_at": int(time.time()),
+        "status": status, "model": str(body.get("model", "scripted")), "output": output,
+        "parallel_tool_calls": True, "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []), "usage": usage, "error": None, "incomplete_details": None,
+        "instructions": body.get("instructions"), "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+        "text": {"format": {"type": "text"}}, "previous_response_id": body.get("previous_response_id"),
+        "reasoning": None, "store": False, "truncation": "disabled",
+    }
+
+
+async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
+    req, answer, stream = new_request(run, "responses", body, raw)
+    run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
+    ptoks = prompt_tokens(raw)
+    items = _output_items(run, req, answer)
+    run.open_requests += 1
+    try:
+        if not stream:
+            tokens, _ = await generate(run, req, answer, _noop, None)
+            await conn.send_json(200, _response_object(run, req, body, "completed", items,
+                                                       _responses_usage(ptoks, tokens)))
+            run.record("response_done", req=req, tokens=tokens, complete=True)
+            return
+        await conn.start_sse()
+        seq = 0
+
+        async def event(payload: dict[str, Any]) -> None:
+            nonlocal seq
+            payload["sequence_number"] = seq
+            seq += 1
+            await conn.send_body(f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode())
+
+        shell = _response_object(run, req, body, "in_progress", [], None)
+        await event({"type": "response.created", "response": shell})
+        await event({"type": "response.in_progress", "response": shell})
+        has_text = bool(answer.text)
+        msg_id = f"msg_{run.run_id}_{req}"
+        text_so_far: list[str] = []
+        args_so_far: dict[int, list[str]] = {}
+
+        async def close_text() -> None:
+            text = "".join(text_so_far)
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            await event({"type": "response.output_text.done", "item_id": msg_id, "output_index": 0,
+                         "content_index": 0, "text": text, "logprobs": []})
+            await event({"type": "response.content_part.done", "item_id": msg_id, "output_index": 0,
+                         "content_index": 0, "part": part})
+            await event({"type": "response.output_item.done", "output_index": 0, "item": items[0]})
+
+        async def close_call(j: int) -> None:
+            idx = j + (1 if has_text else 0)
+            item = items[idx]
+            await event({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                         "output_index": idx, "arguments": item["arguments"], "name": item["name"]})
+            await event({"type": "response.output_item.done", "output_index": idx, "item": item})
+
+        async def emit(i: int, piece: Piece) -> None:
+            if piece.kind == "text":
+                if i == 0:
+                    await event({"type": "response.output_item.added", "output_index": 0,
+                                 "item": {"type": "message", "id": msg_id, "role": "assistant",
+                                          "status": "in_progress", "content": []}})
+                    await event({"type": "response.content_part.added", "item_id": msg_id, "output_index": 0,
+                                 "content_index": 0,
+                                 "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}})
+                text_so_far.append(piece.text)
+                await event({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0,
+                             "content_index": 0, "delta": piece.text, "logprobs": []})
+                return
+            idx = piece.call + (1 if has_text else 0)
+            item = items[idx]
+            if piece.kind == "call":
+                if piece.call == 0 and has_text:
+                    await close_text()
+                elif piece.call > 0:
+                    await close_call(piece.call - 1)
+                args_so_far[piece.call] = []
+                await event({"type": "response.output_item.added", "output_index": idx,
+                             "item": {**item, "arguments": "", "status": "in_progress"}})
+            else:
+                args_so_far[piece.call].append(piece.text)
+                await event({"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                             "output_index": idx, "delta": piece.text})
+
+        tokens, done = await generate(run, req, answer, emit, conn)
+        if done:
+            if answer.calls:
+                await close_call(len(answer.calls) - 1)
+            elif has_text:
+                await close_text()
+            await event({"type": "response.completed",
+                         "response": _response_object(run, req, body, "completed", items,
+                                                      _responses_usage(ptoks, tokens))})
+            await conn.send_body(b"", more=False)
+        run.record("response_done", req=req, tokens=tokens, complete=done)
+    finally:
+        run.open_requests -= 1

@@ -1,0 +1,49 @@
+"""Serve the world in its own process, on 127.0.0.1 only, printing its base URL as the first line.
+
+Its own process so that a framework that hogs the GIL cannot bend the world's clock or pacing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenarios
+from harness.world.app import WorldApp
+
+
+def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
+    load_scenarios(scenarios_dir)  # fail fast, naming the file, before anyone connects
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(1024)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = WorldApp(scenarios_dir, url)
+    loop = "uvloop" if _has("uvloop") else "asyncio"
+    http = "httptools" if _has("httptools") else "h11"
+    config = uvicorn.Config(app, log_level="warning", access_log=False, loop=loop, http=http,
+                            timeout_graceful_shutdown=1, lifespan="on")
+    server = uvicorn.Server(config)
+    print(url, flush=True)
+    asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server, sock)
+
+
+def _run_uvloop(server: uvicorn.Server, sock: socket.socket) -> None:
+    import uvloop
+
+    uvloop.run(server.serve(sockets=[sock]))
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 0)

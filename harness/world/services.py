@@ -1,0 +1,123 @@
+"""Side-effect services: email, pull requests, calendar, chat (and a read-only docs service).
+
+An effect is stamped when received and when committed. It commits even if the client went away
+(as a real mail API does) unless the scenario says otherwise. Idempotency-Key repeats get the first
+answer and are recorded as duplicate attempts, never as a second effect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from harness.tools import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS
+from harness.world.asgi import Connection
+from harness.world.ledger import HOLD_TIMEOUT_S, Effect, Run
+
+# service path ("email/send") -> tool name
+EFFECT_PATHS = {TOOL_SPECS[t][0]: t for t in TOOL_KIND}
+COMPENSATIONS = {path: kind for kind, path in COMPENSATION_PATH.items()}
+
+
+class BadRequest(ValueError):
+    pass
+
+
+def logical_key(kind: str, arguments: dict[str, Any]) -> str:
+    """What makes two effects 'the same' to the outside world: kind and arguments."""
+    return hashlib.sha256(f"{kind}:{json.dumps(arguments, sort_keys=True)}".encode()).hexdigest()[:16]
+
+
+def _args(tool: str, body: Any) -> dict[str, str]:
+    if not isinstance(body, dict):
+        raise BadRequest(f"{tool}: body must be a JSON object")
+    missing = [p for p in TOOL_PARAMETERS[tool] if not isinstance(body.get(p), str)]
+    if missing:
+        raise BadRequest(f"{tool}: missing or non-string field(s): {', '.join(missing)}")
+    return {p: body[p] for p in TOOL_PARAMETERS[tool]}
+
+
+async def _sleep_ms(ms: float) -> None:
+    if ms > 0:
+        await asyncio.sleep(ms / 1000)
+
+
+async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, Any]:
+    tool = EFFECT_PATHS[path]
+    kind = TOOL_KIND[tool]
+    arguments = _args(tool, body)
+    key = conn.header("idempotency-key")
+    if key and key in run.by_key:
+        first = run.by_key[key]
+        run.record("effect_duplicate", kind=kind, effect_id=first.effect_id, idempotency_key=key)
+        return await asyncio.shield(first.committed)
+    n = run.count("effect_received", kind)
+    effect_id = f"{kind}_{n}"
+    received = run.record("effect_received", kind=kind, effect_id=effect_id, idempotency_key=key,
+                          logical=logical_key(kind, arguments), n=n)
+    fut: asyncio.Future = asyncio.get_running_loop().create_future()
+    eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])
+    run.effects[effect_id] = eff
+    if key:
+        run.by_key[key] = eff
+    run.open_requests += 1
+    # The commit runs on its own: a client that leaves does not stop the mail going out.
+    asyncio.get_running_loop().create_task(_commit(run, eff, n, conn))
+    return await asyncio.shield(fut)
+
+
+async def _commit(run: Run, eff: Effect, n: int, conn: Connection) -> None:
+    try:
+        if run.holds_for_stop(eff.kind, n):
+            try:
+                await asyncio.wait_for(run.stop_called.wait(), HOLD_TIMEOUT_S)
+                run.record("effect_released", effect_id=eff.effect_id)
+            except TimeoutError:
+                run.record("effect_released", effect_id=eff.effect_id, timeout=True)
+        await _sleep_ms(run.scenario.latency_ms[eff.kind])
+        if conn.disconnected and not run.scenario.commit_on_disconnect:
+            run.record("effect_aborted", kind=eff.kind, effect_id=eff.effect_id)
+            eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "aborted"})
+            return
+        entry = run.record("effect_committed", kind=eff.kind, effect_id=eff.effect_id, logical=eff.logical,
+                           client_gone=conn.disconnected)
+        run.count("effect_committed", eff.kind)
+        eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "committed",
+                                  "committed_ns": entry["t"]})
+    finally:
+        run.open_requests -= 1
+
+
+async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
+    kind = COMPENSATIONS[path]
+    if not isinstance(body, dict):
+        raise BadRequest(f"{path}: body must be a JSON object with effect_id or idempotency_key")
+    eff = None
+    if isinstance(body.get("effect_id"), str):
+        eff = run.effects.get(body["effect_id"])
+    elif isinstance(body.get("idempotency_key"), str):
+        eff = run.by_key.get(body["idempotency_key"])
+    else:
+        raise BadRequest(f"{path}: give effect_id or idempotency_key")
+    if eff is None or eff.kind != kind:
+        raise LookupError(f"{path}: no {kind} effect {body.get('effect_id') or body.get('idempotency_key')!r}")
+    run.open_requests += 1
+    try:
+        await _sleep_ms(run.scenario.latency_ms[kind])
+        run.record("compensation", kind=kind, effect_id=eff.effect_id, committed=eff.committed.done())
+    finally:
+        run.open_requests -= 1
+    return {"effect_id": eff.effect_id, "kind": kind, "status": "compensated"}
+
+
+async def draft(run: Run, body: Any) -> dict[str, Any]:
+    arguments = _args("draft_document", body)
+    run.open_requests += 1
+    try:
+        await _sleep_ms(run.scenario.latency_ms["docs"])
+        run.record("read", kind="docs")
+    finally:
+        run.open_requests -= 1
+    return {"title": arguments["title"], "text": f"Draft about {arguments['topic']}: numbers are in."}
