@@ -1,10 +1,21 @@
-"""`stopbench run | report | list | reap | world | new-adapter`."""
+"""stopbench: what an agent framework really does when its user presses stop.
+
+Commands: run | report | list | reap | world | new-adapter | test-adapter
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
+
+from harness.adapter import AdapterError
+from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
+
+
+class UsageError(Exception):
+    """Bad arguments: exit 2 with the message."""
 
 
 def cmd_world(args: argparse.Namespace) -> int:
@@ -13,28 +24,165 @@ def cmd_world(args: argparse.Namespace) -> int:
     from harness.world.server import serve
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         serve(args.port, Path(args.scenarios))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from harness.scenario import DEFAULT_SCENARIOS_DIR
+def cmd_run(args: argparse.Namespace) -> int:
+    from harness.adapter import load_adapter
+    from harness.runner import RunOptions, run_matrix
+    from harness.subject import Deadlines
 
-    p = argparse.ArgumentParser(prog="stopbench", description=__doc__)
+    if args.reps < 1 or args.jobs < 1:
+        raise UsageError("--reps and --jobs must be at least 1")
+    adapter_cls = load_adapter(args.adapter)
+    opts = RunOptions(
+        adapter=args.adapter, modes=args.mode or [], scenarios=args.scenario or [], offsets=args.offset or [],
+        tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=args.jobs,
+        out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
+        deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs,
+    )
+    try:
+        run_matrix(adapter_cls, opts)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from harness.report import write_report
+
+    out = Path(args.dir)
+    written = write_report(out, Path(args.to) if args.to else out)
+    for path in written:
+        print(path)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from harness.adapter import available_adapters, load_adapter
+    from harness.scenario import load_scenarios
+    from harness.world.model_api import tokens_per_turn
+
+    print("adapters:")
+    for name in available_adapters():
+        try:
+            cls = load_adapter(name)
+        except AdapterError as e:
+            print(f"  {name}: not available here ({str(e).split(';')[-1].strip()})")
+            continue
+        versions = ", ".join(f"{k} {v}" for k, v in cls.versions().items()) or "no framework"
+        print(f"  {name}  [{versions}]  tools: {', '.join(cls.tool_styles)}")
+        for mode, primitive in cls.stop_modes.items():
+            print(f"    stop {mode:<20} {primitive}")
+        print(f"    resume: {cls.resume_primitive or 'none'}")
+    print("scenarios:")
+    for name, s in load_scenarios(Path(args.scenarios)).items():
+        print(f"  {name} ({s.digest}): tokens per turn {tokens_per_turn(s)}")
+        print(f"    offsets: {', '.join(o.text for o in s.offsets)}")
+    return 0
+
+
+def cmd_reap(args: argparse.Namespace) -> int:
+    import os
+
+    import psutil
+
+    from harness.world.client import OWNER_ENV
+
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            owner = p.environ().get(OWNER_ENV)
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.pid != os.getpid() and (owner or "harness.world.mcp_server" in cmd):
+                found.append((p, owner or "mcp_server", cmd))
+    for p, owner, cmd in found:
+        print(f"{'would end' if args.dry_run else 'ending'} {p.pid} ({owner}): {cmd[:120]}")
+        if not args.dry_run:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+    if not found:
+        print("nothing of stopbench is running")
+    return 0
+
+
+def cmd_new_adapter(args: argparse.Namespace) -> int:
+    from harness.skeleton import write_skeleton
+
+    for path in write_skeleton(args.name, Path(args.dir)):
+        print(path)
+    return 0
+
+
+def cmd_test_adapter(args: argparse.Namespace) -> int:
+    import pytest
+
+    return pytest.main(["-q", "-p", "harness.testing.plugin", "--pyargs", "harness.testing",
+                        "--adapter", args.adapter, *args.pytest_args])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stopbench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run trials for one adapter and append rows to OUT/raw/")
+    r.add_argument("--adapter", required=True, help="built-in name, entry-point name or package.module:Class")
+    r.add_argument("--mode", action="append", help="stop mode (repeatable; default: every mode)")
+    r.add_argument("--scenario", action="append", help="scenario name (repeatable; default: all)")
+    r.add_argument("--offset", action="append", help="offset (repeatable; default: the scenario's own)")
+    r.add_argument("--tools", action="append", choices=["sync", "async", "mcp"],
+                   help="tool style (repeatable; default: every style the adapter supports)")
+    r.add_argument("--mitigation", action="append", help="none (default)")
+    r.add_argument("--reps", type=int, default=1)
+    r.add_argument("--jobs", type=int, default=1, help="trials side by side")
+    r.add_argument("--out", default="results")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--start-method", choices=["fork", "spawn"], default="fork")
+    r.add_argument("--keep-workdirs", action="store_true", help="keep each trial's temp folder")
+    r.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser("report", help="tables and plots from DIR/raw/*.jsonl")
+    rp.add_argument("dir", nargs="?", default="results")
+    rp.add_argument("--to", help="write the report here (default: DIR)")
+    rp.set_defaults(func=cmd_report)
+
+    ls = sub.add_parser("list", help="adapters, stop modes, versions, scenarios and offsets")
+    ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
+    ls.set_defaults(func=cmd_list)
+
+    rep = sub.add_parser("reap", help="end every stray stopbench process (world, subjects, MCP servers)")
+    rep.add_argument("--dry-run", action="store_true")
+    rep.set_defaults(func=cmd_reap)
+
     w = sub.add_parser("world", help="serve the world standalone; prints its base URL first")
     w.add_argument("--port", type=int, default=0)
     w.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
     w.set_defaults(func=cmd_world)
+
+    na = sub.add_parser("new-adapter", help="write the skeleton of a new adapter")
+    na.add_argument("name")
+    na.add_argument("--dir", default=str(Path(__file__).resolve().parent.parent / "adapters"))
+    na.set_defaults(func=cmd_new_adapter)
+
+    ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter")
+    ta.add_argument("adapter")
+    ta.add_argument("pytest_args", nargs="*")
+    ta.set_defaults(func=cmd_test_adapter)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, AdapterError, ScenarioError) as e:
+        print(f"stopbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

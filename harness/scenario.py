@@ -142,10 +142,13 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     pacing = data.get("pacing", {})
     if not isinstance(pacing, dict):
         raise ScenarioError(f"{source}.pacing: expected a mapping")
+    for key, value in pacing.items():
+        if key not in ("ttft_ms", "tokens_per_s"):
+            raise ScenarioError(f"{source}.pacing: unknown field '{key}' (known: tokens_per_s, ttft_ms)")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ScenarioError(f"{source}.pacing.{key}: expected a number >= 0, got {value!r}")
     ttft = float(pacing.get("ttft_ms", 0))
     tps = float(pacing.get("tokens_per_s", 0))
-    if ttft < 0 or tps < 0:
-        raise ScenarioError(f"{source}.pacing: ttft_ms and tokens_per_s must be >= 0")
     latency_raw = data.get("latency_ms", {})
     if not isinstance(latency_raw, dict):
         raise ScenarioError(f"{source}.latency_ms: expected a mapping of service kind to milliseconds")

@@ -21,6 +21,7 @@ class Connection:
         self._complete = False
         self._watch: asyncio.Task | None = None
         self.started = False
+        self.on_gone = None  # called once, the moment the client is known to have left
 
     @property
     def method(self) -> str:
@@ -69,8 +70,12 @@ class Connection:
                 return
 
     def _mark_gone(self) -> None:
+        if self.disconnected:
+            return
         self.disconnected = True
         self.gone.set()
+        if self.on_gone is not None:
+            self.on_gone()
 
     def close(self) -> None:
         self._complete = True

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,17 +33,23 @@ class WorldProcess:
 
     def start(self, timeout_s: float = 20.0) -> str:
         env = {**os.environ, OWNER_ENV: f"world:{os.getpid()}"}
+        # stderr to a file, not a pipe: nobody reads it during a run, and a full pipe would stall the world
+        self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "harness.cli", "world", "--port", str(self.port),
              "--scenarios", str(self.scenarios_dir)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True,
         )
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("http://"):
-            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.proc.wait(5)
+            self.stderr.seek(0)
+            err = self.stderr.read()[-2000:]
             self.stop()
             raise WorldError(f"the world did not start: {line} {err}".strip())
         self.url = line
+        # stdout carries only that first line; stderr (uvicorn's warnings) goes to the file above.
+        # No reader threads here: subjects are forked from this process and must not inherit any.
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
@@ -52,6 +59,12 @@ class WorldProcess:
                 time.sleep(0.02)
         self.stop()
         raise WorldError(f"the world at {self.url} did not answer /health in {timeout_s}s")
+
+    def log_tail(self, chars: int = 2000) -> str:
+        self.stderr.seek(0, 2)
+        size = self.stderr.tell()
+        self.stderr.seek(max(size - chars, 0))
+        return self.stderr.read()
 
     def stop(self) -> None:
         if self.proc is None:
@@ -63,9 +76,9 @@ class WorldProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream:
-                stream.close()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self.stderr.close()
         self.proc = None
 
     def __enter__(self) -> WorldProcess:

@@ -99,10 +99,15 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
     """Generate the answer's tokens; stop when the client is gone (streams only). Returns (tokens, done)."""
     pacer = Pacer(run.scenario)
     sent = 0
+    if conn is not None:  # stamp the moment the client leaves, not the next token's turn
+        def gone() -> None:
+            run.record("disconnect", req=req, tokens=sent)
+            run.record("response_done", req=req, tokens=sent, complete=False)
+
+        conn.on_gone = gone
     for i, piece in enumerate(answer.pieces):
         await pacer.before(i)
         if conn is not None and conn.disconnected:
-            run.record("disconnect", req=req, tokens=sent)
             return sent, False
         run.record("token", req=req, i=i)
         run.count("token")
@@ -179,7 +184,8 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
                 usage = json.dumps(_chat_usage(ptoks, tokens))
                 await conn.send_body(f'data: {head}"choices":[],"usage":{usage}}}\n\n'.encode())
             await conn.send_body(b"data: [DONE]\n\n", more=False)
-        run.record("response_done", req=req, tokens=tokens, complete=done)
+        if done:
+            run.record("response_done", req=req, tokens=tokens, complete=True)
     finally:
         run.open_requests -= 1
 
@@ -310,6 +316,6 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
                          "response": _response_object(run, req, body, "completed", items,
                                                       _responses_usage(ptoks, tokens))})
             await conn.send_body(b"", more=False)
-        run.record("response_done", req=req, tokens=tokens, complete=done)
+            run.record("response_done", req=req, tokens=tokens, complete=True)
     finally:
         run.open_requests -= 1

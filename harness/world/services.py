@@ -53,10 +53,11 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
         first = run.by_key[key]
         run.record("effect_duplicate", kind=kind, effect_id=first.effect_id, idempotency_key=key)
         return await asyncio.shield(first.committed)
-    n = run.count("effect_received", kind)
+    n = run.counters.get(f"effect_received:{kind}", 0) + 1
     effect_id = f"{kind}_{n}"
     received = run.record("effect_received", kind=kind, effect_id=effect_id, idempotency_key=key,
                           logical=logical_key(kind, arguments), n=n)
+    run.count("effect_received", kind)  # after the record, as for every anchor: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])
     run.effects[effect_id] = eff

@@ -1,0 +1,255 @@
+"""The reference: a plain asyncio agent loop on the `openai` SDK that does stop right.
+
+No framework. It shows what is possible, so every framework's row has something to be compared to:
+- the model stream is closed the moment stop is pressed (the task awaiting it is cancelled);
+- tool calls already sent are awaited, not abandoned, so their outcome is known;
+- every effect that committed after the stop is compensated (recall / close / cancel / delete);
+- each step carries an idempotency key, and a checkpoint of completed steps lets resume continue
+  without repeating a side effect or a model turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from openai import AsyncOpenAI
+
+from harness.adapter import Adapter, TrialContext
+from harness.tools import TOOL_KIND, openai_tool_definitions
+
+
+class Checkpoint:
+    """Completed model turns and tool results, saved after every step (a JSON file in the trial folder)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        data = json.loads(path.read_text()) if path.exists() else {}
+        self.turns: list[dict[str, Any]] = data.get("turns", [])
+        self.results: dict[str, dict[str, Any]] = data.get("results", {})
+        self.attempts: dict[str, int] = data.get("attempts", {})
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"turns": self.turns, "results": self.results, "attempts": self.attempts}))
+        tmp.replace(self.path)
+
+    def messages(self, system: str, prompt: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+        for turn in self.turns:
+            out.append(turn)
+            for call in turn.get("tool_calls") or []:
+                if call["id"] in self.results:
+                    out.append({"role": "tool", "tool_call_id": call["id"],
+                                "content": self.results[call["id"]]["content"]})
+        return out
+
+    def pending_calls(self) -> list[dict[str, Any]]:
+        if not self.turns:
+            return []
+        return [c for c in self.turns[-1].get("tool_calls") or [] if c["id"] not in self.results]
+
+
+class ReferenceAdapter(Adapter):
+    name = "reference"
+    stop_modes = {
+        "cancel": "cancel the loop task (closes the model stream), await sent tool calls, "
+                  "compensate every effect that committed after the stop",
+    }
+    resume_primitive = "run the loop again from its checkpoint of completed steps (idempotency key per step)"
+    packages = ("openai",)
+
+    async def start(self, ctx: TrialContext) -> None:
+        self.ctx = ctx
+        self.client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="x", max_retries=0)
+        self.checkpoint = Checkpoint(ctx.workdir / "reference-checkpoint.json")
+        self.inflight: set[asyncio.Task] = set()
+        self.stop_ns: int | None = None
+        self.mcp: _McpTools | None = None
+        if ctx.tool_style == "mcp":
+            self.mcp = await _McpTools.open(ctx.mcp_command)
+        self.task = asyncio.create_task(self._loop())
+
+    async def wait(self) -> None:
+        await self.task
+
+    async def stop(self, mode: str) -> None:
+        self.stop_ns = time.monotonic_ns()
+        self.task.cancel()
+        await asyncio.gather(*self.inflight, return_exceptions=True)
+        await self._compensate_late_effects()
+        if self.mcp is not None:
+            await self.mcp.close()
+            self.mcp = None
+
+    async def resume(self) -> None:
+        self.stop_ns = None
+        if self.ctx.tool_style == "mcp" and self.mcp is None:
+            self.mcp = await _McpTools.open(self.ctx.mcp_command)
+        self.task = asyncio.create_task(self._loop())
+        await self.task
+
+    async def close(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.close()
+            self.mcp = None
+        await self.client.close()
+
+    # --- the agent loop ---------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        while True:
+            pending = self.checkpoint.pending_calls()
+            if pending:
+                tasks = [self._start_tool(call) for call in pending]
+                await asyncio.gather(*(asyncio.shield(t) for t in tasks))
+                continue
+            message = await self._model_turn()
+            self.checkpoint.turns.append(message)
+            self.checkpoint.save()
+            if not message.get("tool_calls"):
+                return
+
+    async def _model_turn(self) -> dict[str, Any]:
+        stream = await self.client.chat.completions.create(
+            model=self.ctx.model_name, stream=True, tools=openai_tool_definitions(),
+            messages=self.checkpoint.messages(self.ctx.system_prompt, self.ctx.prompt),
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        async with stream:  # leaving this block (also by cancellation) closes the HTTP stream
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                if delta.content:
+                    text.append(delta.content)
+                for tc in delta.tool_calls or []:
+                    call = calls.setdefault(tc.index, {"id": "", "type": "function",
+                                                       "function": {"name": "", "arguments": ""}})
+                    call["id"] = tc.id or call["id"]
+                    if tc.function and tc.function.name:
+                        call["function"]["name"] = tc.function.name
+                    if tc.function and tc.function.arguments:
+                        call["function"]["arguments"] += tc.function.arguments
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+        if calls:
+            message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        return message
+
+    def _start_tool(self, call: dict[str, Any]) -> asyncio.Task:
+        task = asyncio.create_task(self._run_tool(call))
+        self.inflight.add(task)
+        task.add_done_callback(self.inflight.discard)
+        return task
+
+    async def _run_tool(self, call: dict[str, Any]) -> None:
+        name = call["function"]["name"]
+        args = json.loads(call["function"]["arguments"] or "{}")
+        attempt = self.checkpoint.attempts.get(call["id"], 0)
+        key = f"{self.ctx.run_id}:{call['id']}:{attempt}"
+        if self.mcp is not None:
+            content = await self.mcp.call(name, args)
+        elif self.ctx.tool_style == "sync":
+            content = await _in_own_thread(self.ctx.tools.call, name, args, key)
+        else:
+            content = await self.ctx.tools.acall(name, args, idempotency_key=key)
+        try:
+            answer = json.loads(content)
+        except ValueError:
+            answer = {}
+        effect = ({"kind": TOOL_KIND[name], "effect_id": answer.get("effect_id"),
+                   "committed_ns": answer.get("committed_ns")} if name in TOOL_KIND else None)
+        self.checkpoint.results[call["id"]] = {"content": content, "effect": effect}
+        self.checkpoint.save()
+
+    async def _compensate_late_effects(self) -> None:
+        """Undo what landed after the user said stop, and forget it so resume does it again."""
+        late = [(cid, r["effect"]) for cid, r in self.checkpoint.results.items()
+                if r["effect"] and r["effect"].get("committed_ns") and r["effect"]["committed_ns"] > self.stop_ns]
+        for cid, effect in late:
+            await self.ctx.tools.acompensate(effect["kind"], effect["effect_id"])
+            del self.checkpoint.results[cid]
+            self.checkpoint.attempts[cid] = self.checkpoint.attempts.get(cid, 0) + 1
+        self.checkpoint.save()
+
+
+async def _in_own_thread(fn, *args: Any) -> Any:
+    """A sync tool on a thread of its own that ends with the call (no idle pool left behind)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as e:  # handed to the awaiting task
+            loop.call_soon_threadsafe(_settle, fut, None, e)
+        else:
+            loop.call_soon_threadsafe(_settle, fut, result, None)
+
+    thread = threading.Thread(target=work, name="reference-tool", daemon=True)
+    thread.start()
+    return await asyncio.shield(fut)
+
+
+def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(result)
+
+
+class _McpTools:
+    """The world's MCP stdio server, owned by one task (anyio scopes must exit where they entered)."""
+
+    def __init__(self) -> None:
+        self.session = None
+        self._closing = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._owner: asyncio.Task | None = None
+        self._error: BaseException | None = None
+
+    @classmethod
+    async def open(cls, command: list[str]) -> _McpTools:
+        self = cls()
+        self._owner = asyncio.create_task(self._own(command))
+        await self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    async def _own(self, command: list[str]) -> None:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        try:
+            params = StdioServerParameters(command=command[0], args=command[1:])
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                self.session = session
+                self._ready.set()
+                await self._closing.wait()
+        except BaseException as e:
+            self._error = e
+            self._ready.set()
+
+    async def call(self, name: str, args: dict[str, Any]) -> str:
+        result = await self.session.call_tool(name, args)
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        if getattr(result, "is_error", None) or getattr(result, "isError", None):  # mcp 2.x / 1.x
+            raise RuntimeError(f"MCP tool {name} failed: {text}")
+        return text
+
+    async def close(self) -> None:
+        self._closing.set()
+        if self._owner is not None:
+            await self._owner
+
+
+ADAPTER = ReferenceAdapter

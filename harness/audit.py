@@ -1,0 +1,118 @@
+"""What is alive in the subject process: threads, asyncio tasks, child processes, sockets, egress.
+
+Taken before the run (baseline) and after each phase; the difference is what the framework left.
+Egress is counted by a Python audit hook on socket.connect / getaddrinfo to anything not loopback
+(code in C extensions that bypasses Python sockets is not seen; the world's 127.0.0.1 is the only
+address any trial needs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import sys
+import threading
+from typing import Any
+
+import psutil
+
+_LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
+_egress: list[str] = []
+_IDLE_FILES = ("threading.py", "queue.py", os.path.join("concurrent", "futures", "thread.py"))
+
+
+def _is_loopback(host: Any) -> bool:
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    if host in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return str(host).endswith(".localhost")
+
+
+def _hook(event: str, args: tuple) -> None:
+    if event == "socket.connect":
+        address = args[1]
+        if isinstance(address, tuple) and address and not _is_loopback(address[0]):
+            _egress.append(f"connect {address[0]}:{address[1] if len(address) > 1 else ''}")
+    elif event == "socket.getaddrinfo" and not _is_loopback(args[0]):
+        _egress.append(f"resolve {args[0]}")
+
+
+def install_egress_counter() -> None:
+    """Once per subject process (audit hooks cannot be removed; the subject is disposable)."""
+    sys.addaudithook(_hook)
+
+
+def egress_attempts() -> list[str]:
+    return list(_egress)
+
+
+def _idle_pool_thread(ident: int) -> bool:
+    """A thread parked in an executor's queue (idle, reusable) rather than doing work."""
+    frame = sys._current_frames().get(ident)
+    if frame is None:
+        return False
+    while frame is not None:
+        if not frame.f_code.co_filename.endswith(_IDLE_FILES):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
+    me = psutil.Process()
+    threads = [{"ident": t.ident, "name": t.name, "daemon": t.daemon} for t in threading.enumerate()]
+    try:
+        loop = asyncio.get_running_loop()
+        tasks = [t for t in asyncio.all_tasks(loop) if t not in (exclude_tasks or set()) and not t.done()]
+    except RuntimeError:
+        tasks = []
+    children = []
+    for c in me.children(recursive=True):
+        try:
+            children.append({"pid": c.pid, "ppid": c.ppid(), "create_time": c.create_time(),
+                              "cmdline": " ".join(c.cmdline()[:4])[:200], "rss": c.memory_info().rss})
+        except psutil.Error:
+            continue
+    try:
+        sockets = [{"fd": s.fd, "laddr": list(s.laddr) if s.laddr else None,
+                    "raddr": list(s.raddr) if s.raddr else None, "status": s.status}
+                   for s in me.net_connections(kind="inet")]
+    except psutil.Error:
+        sockets = []
+    return {
+        "threads": threads,
+        "tasks": [t.get_name() + ":" + getattr(t.get_coro(), "__qualname__", "?") for t in tasks],
+        "children": children,
+        "sockets": sockets,
+        "egress": egress_attempts(),
+        "rss": me.memory_info().rss,
+    }
+
+
+def left_since(baseline: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """What is alive now that was not alive at baseline."""
+    base_threads = {t["ident"] for t in baseline["threads"]}
+    new_threads = [t for t in now["threads"] if t["ident"] not in base_threads]
+    for t in new_threads:
+        t["idle_pool_worker"] = _idle_pool_thread(t["ident"])
+    base_tasks = list(baseline["tasks"])
+    new_tasks = []
+    for t in now["tasks"]:
+        if t in base_tasks:
+            base_tasks.remove(t)
+        else:
+            new_tasks.append(t)
+    base_fds = {s["fd"] for s in baseline["sockets"]}
+    return {
+        "threads": new_threads,
+        "threads_busy": [t for t in new_threads if not t["idle_pool_worker"]],
+        "tasks": new_tasks,
+        "children": now["children"],
+        "sockets": [s for s in now["sockets"] if s["fd"] not in base_fds],
+        "egress": now["egress"],
+    }

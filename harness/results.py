@@ -1,0 +1,130 @@
+"""Raw result rows: JSON Lines, append-only, flushed per row, one file per adapter under <out>/raw/.
+
+An interrupted run loses nothing it finished, and a rerun skips every trial that already has a row.
+A corrupt line is reported with its file and line number and skipped; it never stops a report.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import harness
+
+SCHEMA_VERSION = 1
+REPO = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def git_sha() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        sha = out.stdout.strip()
+        if sha:
+            dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=5).stdout.strip()
+            return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def environment() -> dict[str, Any]:
+    """Where the row was measured: recorded in every row."""
+    return {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "git_sha": git_sha(),
+        "stopbench_version": harness.__version__,
+    }
+
+
+def raw_file(out_dir: Path, adapter: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in adapter)
+    return out_dir / "raw" / f"{safe}.jsonl"
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(row, sort_keys=True, default=str) + "\n"
+    with path.open("a") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@dataclass
+class CorruptLine:
+    path: Path
+    line: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.error}"
+
+
+REQUIRED = ("schema_version", "trial_id", "status", "adapter", "mode", "scenario", "offset")
+
+
+def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine]]:
+    rows: list[dict[str, Any]] = []
+    bad: list[CorruptLine] = []
+    for path in paths:
+        for lineno, row, error in _lines(path):
+            if error:
+                bad.append(CorruptLine(path, lineno, error))
+            else:
+                rows.append(row)
+    return rows, bad
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    with path.open() as f:
+        for lineno, text in enumerate(f, 1):
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except ValueError as e:
+                yield lineno, None, f"not valid JSON ({e})"
+                continue
+            if not isinstance(row, dict):
+                yield lineno, None, "not a JSON object"
+                continue
+            missing = [k for k in REQUIRED if k not in row]
+            if missing:
+                yield lineno, None, f"missing field(s) {', '.join(missing)}"
+            elif row["schema_version"] != SCHEMA_VERSION:
+                yield lineno, None, f"schema_version {row['schema_version']!r}, this stopbench reads {SCHEMA_VERSION}"
+            else:
+                yield lineno, row, None
+
+
+def raw_files(out_dir: Path) -> list[Path]:
+    return sorted((out_dir / "raw").glob("*.jsonl"))
+
+
+def finished_trials(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    rows, _ = read_rows([path])
+    return {r["trial_id"] for r in rows}
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def describe_python() -> str:
+    return sys.version.split()[0]

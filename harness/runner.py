@@ -1,0 +1,172 @@
+"""Run a matrix of trials: one world, subjects forked from this (warm) process, rows appended as they land.
+
+Progress goes to stderr, one line per trial; a summary table at the end. Ctrl-C ends every subject
+and the world, keeps every finished row, and the next run with the same arguments does the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.adapter import Adapter, AdapterError
+from harness.results import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
+from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
+from harness.subject import Deadlines
+from harness.trial import RunningTrial, TrialSpec
+from harness.world.client import WorldClient, WorldProcess
+
+MITIGATIONS = ("none",)
+
+
+@dataclass
+class RunOptions:
+    adapter: str
+    modes: list[str] = field(default_factory=list)
+    scenarios: list[str] = field(default_factory=list)
+    offsets: list[str] = field(default_factory=list)
+    tool_styles: list[str] = field(default_factory=list)
+    mitigations: list[str] = field(default_factory=lambda: ["none"])
+    reps: int = 1
+    jobs: int = 1
+    out: Path = Path("results")
+    scenarios_dir: Path = DEFAULT_SCENARIOS_DIR
+    start_method: str = "fork"
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    seed: int = 0
+    keep_workdirs: bool = False
+
+
+def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
+    """The matrix, validated: an unknown mode, scenario, offset or tool style is an AdapterError."""
+    modes = opts.modes or list(adapter_cls.stop_modes)
+    for m in modes:
+        if m not in adapter_cls.stop_modes:
+            raise AdapterError(f"adapter {opts.adapter!r} has no stop mode {m!r} "
+                               f"(it has: {', '.join(adapter_cls.stop_modes)})")
+    names = opts.scenarios or sorted(scenarios)
+    for s in names:
+        if s not in scenarios:
+            raise AdapterError(f"unknown scenario {s!r} (known: {', '.join(sorted(scenarios))})")
+    styles = opts.tool_styles or list(adapter_cls.tool_styles)
+    for st in styles:
+        if st not in adapter_cls.tool_styles:
+            raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
+                               f"(it has: {', '.join(adapter_cls.tool_styles)})")
+    for mit in opts.mitigations:
+        if mit not in MITIGATIONS:
+            raise AdapterError(f"unknown mitigation {mit!r} (known: {', '.join(MITIGATIONS)})")
+    for o in opts.offsets:
+        parse_offset(o, "--offset")
+    specs = []
+    for scenario_name, mode, style, mit, rep in itertools.product(names, modes, styles, opts.mitigations,
+                                                                 range(opts.reps)):
+        offsets = opts.offsets or [o.text for o in scenarios[scenario_name].offsets]
+        for offset in offsets:
+            specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed))
+    return specs
+
+
+def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
+    scenarios = load_scenarios(opts.scenarios_dir)
+    specs = plan(adapter_cls, opts, scenarios)
+    out_file = raw_file(opts.out, opts.adapter)
+    done = finished_trials(out_file)
+    todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
+    print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
+          f"{len(todo)} to run (jobs={opts.jobs})", file=log, flush=True)
+    if not todo:
+        return []
+    os.environ.update(adapter_cls.environment)
+    adapter_cls.prepare()
+    versions = adapter_cls.versions()
+    env = environment()
+    workroot = Path(tempfile.mkdtemp(prefix=f"stopbench-{opts.adapter.replace(':', '_')}-"))
+    rows: list[dict[str, Any]] = []
+    running: list[tuple[TrialSpec, RunningTrial]] = []
+    started = time.monotonic()
+    try:
+        with WorldProcess(opts.scenarios_dir) as world:
+            client = WorldClient(world.url)
+            queue = list(todo)
+            while queue or running:
+                while queue and len(running) < opts.jobs:
+                    spec = queue.pop(0)
+                    running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
+                                                       opts.deadlines, opts.start_method)))
+                for item in list(running):
+                    spec, trial = item
+                    if not trial.poll():
+                        continue
+                    running.remove(item)
+                    row = _row(spec, scenarios[spec.scenario], trial.finish(), versions, env)
+                    append_row(out_file, row)
+                    rows.append(row)
+                    _progress(log, len(rows), len(todo), row, started)
+                time.sleep(0.005)
+            unattributed = client.http.get(f"{world.url}/unattributed").json()
+            if unattributed:
+                print(f"stopbench: {len(unattributed)} request(s) named no known run", file=log)
+            client.close()
+    except KeyboardInterrupt:
+        for _, trial in running:
+            trial.kill()
+            trial.finish_quietly()
+        print(f"\nstopbench: interrupted; {len(rows)} new row(s) kept in {out_file}; "
+              "run the same command again to finish the rest", file=log, flush=True)
+        raise
+    finally:
+        if not opts.keep_workdirs:
+            shutil.rmtree(workroot, ignore_errors=True)
+    print_summary(rows, log)
+    return rows
+
+
+def _row(spec: TrialSpec, scenario: Scenario, measured: dict[str, Any], versions: dict[str, str],
+         env: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": spec.adapter,
+        "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset,
+        "offset_kind": "event" if parse_offset(spec.offset).is_event else "time", "tool_style": spec.tool_style,
+        "mitigation": spec.mitigation, "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "finished_at": now_iso(), **env, **measured,
+    }
+
+
+def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: float) -> None:
+    elapsed = time.monotonic() - started
+    eta = elapsed / n * (total - n)
+    detail = (f"tokens+{row['tokens_after_stop']} leaked={row['effects_leaked']} lie={row['lie_ms']}ms "
+              f"orphans={row['orphans']}") if row["status"] == "ok" else (row.get("reason") or "")
+    print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
+          f"{row['scenario']} {row['offset']} {row['tool_style']} r{row['rep']}: {detail}", file=log, flush=True)
+
+
+def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
+    if not rows:
+        return
+    statuses = Counter(r["status"] for r in rows)
+    print("\nstatus: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())), file=log)
+    header = f"{'mode':<22}{'trials':>7}{'ok':>5}{'tok+':>7}{'req+':>6}{'leaked':>8}{'lie ms':>9}{'orphans':>9}"
+    print(header, file=log)
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_mode.setdefault(r["mode"], []).append(r)
+    for mode, rs in by_mode.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+
+        def med(key: str, rows: list[dict[str, Any]] = ok) -> str:
+            vals = sorted(r[key] for r in rows if r.get(key) is not None)
+            return "-" if not vals else f"{vals[len(vals) // 2]:g}"
+
+        print(f"{mode:<22}{len(rs):>7}{len(ok):>5}{med('tokens_after_stop'):>7}{med('llm_requests_after_stop'):>6}"
+              f"{med('effects_leaked'):>8}{med('lie_ms'):>9}{med('orphans'):>9}", file=log)
+    print("(medians over ok trials)", file=log, flush=True)

@@ -1,0 +1,16 @@
+"""Entry of a spawned subject (the fallback when fork is not available or not wanted)."""
+
+import json
+import os
+import sys
+
+from harness.adapter import load_adapter
+from harness.scenario import scenario_from_dict
+from harness.subject import SubjectSpec, subject_main
+
+if __name__ == "__main__":
+    spec = SubjectSpec.from_json(sys.argv[1])
+    adapter_cls = load_adapter(spec.adapter)
+    os.environ.update(adapter_cls.environment)
+    adapter_cls.prepare()
+    os._exit(subject_main(spec, adapter_cls, scenario_from_dict(json.loads(sys.argv[3])), int(sys.argv[2])))
