@@ -136,6 +136,8 @@ def compute(events: list[dict[str, Any]], scenario: Scenario, offset: Offset) ->
         row["trigger_delay_ms"] = _ms(fired, t_called)
     else:
         row["trigger_delay_ms"] = _ms(t.get("run_started", 0) + int(offset.at_ms * NS_PER_MS), t_called)
+    closed = marks.get("closed")
+    row["close_ok"] = bool(closed) and not (closed.get("data") or {}).get("error")
     job = marks.get("job_ended")
     row["job_error"] = (job.get("data") or {}).get("error") if job else None
     row["job_ended_ms"] = _ms(t_called, job["t"]) if job and t_called else None

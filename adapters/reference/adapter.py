@@ -80,6 +80,7 @@ class ReferenceAdapter(Adapter):
     async def stop(self, mode: str) -> None:
         self.stop_ns = time.monotonic_ns()
         self.task.cancel()
+        await asyncio.wait({self.task})  # first the model stream: closed once the task has unwound
         await asyncio.gather(*self.inflight, return_exceptions=True)
         await self._compensate_late_effects()
         if self.mcp is not None:

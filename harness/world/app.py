@@ -186,15 +186,18 @@ class WorldApp:
             run.control_queues.remove(queue)
 
     async def quiet(self, run: Run, query: dict[str, str]) -> dict[str, Any]:
-        """Wait until nothing has happened for the run for `window_ms` and nothing is in progress."""
+        """Wait until nothing has happened for `window_ms` (at least that long from now) and nothing is
+        in progress for the run."""
+        asked = time.monotonic_ns()
         try:
             window = float(query.get("window_ms", 300)) * 1e6
-            deadline = time.monotonic_ns() + float(query.get("deadline_ms", 10000)) * 1e6
+            deadline = asked + float(query.get("deadline_ms", 10000)) * 1e6
         except ValueError as e:
             raise HTTPError(400, f"quiet: window_ms and deadline_ms must be numbers: {e}") from e
         while True:
             now = time.monotonic_ns()
-            idle = now - max(run.last_activity_ns, run.created_ns)
+            # a full window from when we were asked: something set going just before must get to show up
+            idle = now - max(run.last_activity_ns, asked)
             if run.open_requests == 0 and idle >= window:
                 return {"quiet": True, "last_activity_ns": run.last_activity_ns, "waited_until": now}
             if now >= deadline:

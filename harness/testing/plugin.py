@@ -1,0 +1,31 @@
+"""pytest plugin: `--adapter NAME` selects the adapter the contract tests run against."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--adapter", action="append", default=[],
+                     help="adapter for stopbench's contract tests (name, entry point or package.module:Class)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "contract_adapter" not in metafunc.fixturenames:
+        return
+    names = metafunc.config.getoption("--adapter") or []
+    if not names:
+        metafunc.parametrize("contract_adapter", [pytest.param(None, marks=pytest.mark.skip(
+            reason="no --adapter given"))])
+        return
+    if "mode_and_style" in metafunc.fixturenames:
+        from harness.adapter import load_adapter
+
+        params = []
+        for name in names:
+            cls = load_adapter(name)
+            params += [(name, (m, s)) for m in cls.stop_modes for s in cls.tool_styles]
+        metafunc.parametrize(("contract_adapter", "mode_and_style"), params,
+                             ids=[f"{n}-{m}-{s}" for n, (m, s) in params], scope="module")
+    else:
+        metafunc.parametrize("contract_adapter", names, scope="module")

@@ -1,0 +1,72 @@
+"""The shared contract: every adapter starts, stops in every declared mode with every tool style,
+closes cleanly, declares its versions, talks to nothing but the world, and resumes or says it cannot.
+
+These check the adapter's plumbing, never its results: what the framework does after the stop is
+measured by `stopbench run`, not asserted here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.adapter import TOOL_STYLES, Adapter, load_adapter
+from harness.runner import RunOptions, run_matrix
+from harness.world.client import OWNER_ENV
+
+SCENARIO = "q3_report"
+OFFSET = "on:llm_request:2"  # mid-run: after the first tool call, before the email
+
+
+@pytest.fixture(scope="module")
+def contract_rows(contract_adapter, tmp_path_factory) -> dict[tuple[str, str], dict]:
+    cls = load_adapter(contract_adapter)
+    out: Path = tmp_path_factory.mktemp("contract")
+    rows = run_matrix(cls, RunOptions(adapter=contract_adapter, scenarios=[SCENARIO], offsets=[OFFSET], out=out))
+    return {(r["mode"], r["tool_style"]): r for r in rows}
+
+
+def test_declares_itself(contract_adapter):
+    cls: type[Adapter] = load_adapter(contract_adapter)
+    assert isinstance(cls.name, str) and cls.name
+    assert cls.stop_modes and all(isinstance(v, str) and v.strip() for v in cls.stop_modes.values()), \
+        "every stop mode needs a one-line description of the primitive it presses"
+    assert set(cls.tool_styles) <= set(TOOL_STYLES) and cls.tool_styles
+    versions = cls.versions()
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in versions.items())
+    missing = [k for k, v in versions.items() if v == "not installed"]
+    assert not missing, f"declared packages not installed: {missing}"
+
+
+def test_stops_and_closes_in_every_mode(contract_adapter, mode_and_style, contract_rows):
+    mode, style = mode_and_style
+    row = contract_rows[(mode, style)]
+    assert row["status"] != "failed", f"{mode}/{style}: {row['reason']}"
+    assert row["stop_return_ms"] is not None, f"{mode}/{style}: stop() never returned ({row['reason']})"
+    assert row["close_ok"] is True, f"{mode}/{style}: close() raised or overran ({row['reason']})"
+    assert row["egress_attempts"] == 0, f"{mode}/{style}: tried to reach beyond 127.0.0.1"
+    assert row["tokens_total"] > 0, "the adapter must talk to the world's model"
+
+
+def test_resume_works_or_is_declared_absent(contract_adapter, contract_rows):
+    cls = load_adapter(contract_adapter)
+    rows = list(contract_rows.values())
+    if not cls.has_resume():
+        assert all(r["resume_ok"] is None for r in rows)
+        return
+    assert any(r["resume_ok"] for r in rows), \
+        "resume is declared but no mode resumed to the final answer: " + \
+        "; ".join(f"{r['mode']}/{r['tool_style']}: {r['resume_error']}" for r in rows)
+
+
+def test_leaves_nothing_running(contract_rows):
+    left = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if p.environ().get(OWNER_ENV, "").startswith("run:"):
+                left.append(p.info)
+        except psutil.Error:
+            continue
+    assert not left

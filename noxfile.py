@@ -1,0 +1,68 @@
+"""Reproduce stopbench: `nox` runs every framework's bench and then the report; `nox -s tests` tests.
+
+Each framework gets its own virtualenv with its own pinned constraints file (their pins conflict:
+CrewAI needs openai<3 and mcp<2, the others take openai 3.x and mcp 2.x). The harness is installed
+into every one of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.3.2"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["bench", "report"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+ADAPTERS = sorted(p.parent.name.replace("_", "-") for p in (ROOT / "adapters").glob("*/adapter.py"))
+RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
+REPS = os.environ.get("STOPBENCH_REPS", "3")
+
+
+def install_adapter(session: nox.Session, adapter: str, *extras: str) -> None:
+    """The harness plus one adapter's framework, at the adapter's pinned versions."""
+    folder = ROOT / "adapters" / adapter.replace("-", "_")
+    constraints = folder / "constraints.txt"
+    spec = f".[{','.join((adapter, *extras))}]"
+    args = ["-e", spec] + (["-c", str(constraints)] if constraints.exists() else [])
+    session.install(*args)
+
+
+@nox.session
+@nox.parametrize("suite", ["core", *[a for a in ADAPTERS if a != "reference"]])
+def tests(session: nox.Session, suite: str) -> None:
+    """`core`: the world, the harness and the reference adapter; others: that adapter's contract tests."""
+    if suite == "core":
+        install_adapter(session, "reference", "test", "report", "dev")
+        session.run("ruff", "check", ".")
+        session.run("pytest", "-q", *session.posargs)
+        return
+    install_adapter(session, suite, "test")
+    session.run("stopbench", "test-adapter", suite, *session.posargs)
+
+
+@nox.session
+@nox.parametrize("adapter", ADAPTERS)
+def bench(session: nox.Session, adapter: str) -> None:
+    """Every stop mode x scenario x offset x tool style x repetition for one adapter."""
+    install_adapter(session, adapter)
+    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--out", RESULTS, *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Tables and plots from results/raw/ into results/README.md, CSV and HTML."""
+    session.install("-e", ".[report]")
+    session.run("stopbench", "report", RESULTS)
+
+
+@nox.session
+def benchmarks(session: nox.Session) -> None:
+    """The harness's own speed: world throughput, pacing, trigger delay, per-trial overhead."""
+    install_adapter(session, "reference", "test")
+    session.run("python", "benchmarks/world_bench.py")
+    session.run("python", "benchmarks/trial_overhead.py")

@@ -1,0 +1,166 @@
+"""The measuring apparatus, checked against adapters whose behaviour is planted and known.
+
+Counts are asserted exactly: a harness that is off by one here is off by one in every table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.adapter import load_adapter
+from harness.results import raw_file, read_rows
+from harness.runner import RunOptions, run_matrix
+from harness.subject import Deadlines
+from harness.world.client import OWNER_ENV
+
+KA = "tests.known_answer.adapters:"
+FAST = Deadlines(start=5, trigger=5, stop=1.5, wait=2, settle=5, resume=5, close=2, grace=1)
+
+
+def run(adapter: str, tmp_path: Path, **kw) -> list[dict]:
+    kw.setdefault("scenarios", ["q3_report"])
+    kw.setdefault("deadlines", FAST)
+    opts = RunOptions(adapter=adapter, out=tmp_path, **kw)
+    rows = run_matrix(load_adapter(adapter), opts)
+    assert_nothing_left()
+    return rows
+
+
+def assert_nothing_left() -> None:
+    left = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if p.environ().get(OWNER_ENV, "").startswith("run:"):
+                left.append(p.info)
+        except psutil.Error:
+            continue
+    assert not left, f"processes of trials still running: {left}"
+
+
+def test_leaks_exactly_one_email_after_stop(tmp_path):
+    (row,) = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert row["effects_after_stop"] == 1
+    assert row["effects_new"] == 1
+    assert row["effects_in_flight"] == 0
+    assert row["effects_leaked"] == 1
+    assert row["effects_compensated"] == 0
+    assert row["effects_after_stop_by_kind"] == {"email": 1}
+    assert row["tokens_after_stop"] == 0
+    assert row["llm_requests_after_stop"] == 0
+    # the email lands 50 ms after stop returned, plus the email service's 150 ms latency
+    assert 190 <= row["lie_ms"] < 1000
+    assert row["threads_left"] == 0  # the leaking thread had finished by the time of the audit
+    assert row["orphans"] == 0
+    assert row["resume_ok"] is None and row["resume_error"] == "no resume"
+
+
+def test_ignored_stop_is_the_whole_job(tmp_path):
+    (row,) = run(KA + "IgnoresStop", tmp_path, offsets=["on:llm_request:1"])
+    assert row["status"] == "ok", row["reason"]
+    # q3_report generates 11 + 10 + 60 tokens; the stop came when the first request arrived
+    assert row["tokens_after_stop"] == 81
+    assert row["llm_requests_after_stop"] == 2
+    assert row["effects_after_stop"] == 1 and row["effects_new"] == 1 and row["effects_leaked"] == 1
+    assert row["lie_ms"] > 200
+    assert row["stop_return_ms"] < 50
+
+
+def test_child_process_and_thread_left_behind(tmp_path):
+    (row,) = run(KA + "LeavesChildAndThread", tmp_path, offsets=["at:50ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert row["children_left"] == 1
+    assert row["threads_left"] == 1
+    assert row["orphans"] == 1
+    assert row["reaped"] == 1
+    assert row["orphan_rss_bytes"] > 1_000_000
+
+
+def test_cleaned_up_child_is_not_an_orphan(tmp_path):
+    (row,) = run(KA + "SpawnsChildAndCleansUp", tmp_path, offsets=["at:50ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["children_left"], row["orphans"], row["reaped"], row["threads_left"]) == (0, 0, 0, 0)
+
+
+def test_hang_in_stop_becomes_a_hung_row_and_the_run_goes_on(tmp_path):
+    rows = run(KA + "HangsInStop", tmp_path, offsets=["at:50ms", "at:80ms"])
+    assert [r["status"] for r in rows] == ["hung", "hung"]
+    for r in rows:
+        assert "stop" in r["reason"]
+        assert r["stop_return_ms"] is None and r["lie_ms"] is None  # not measured is None, never 0
+        # start + offset + stop deadline + grace, with room for a loaded machine
+        assert r["duration_s"] < 8
+
+
+def test_resume_that_repeats_an_effect(tmp_path):
+    (row,) = run(KA + "ResumeRepeatsEffect", tmp_path, offsets=["at:400ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert row["effects_after_stop"] == 0
+    assert row["resume_duplicate_effects"] == 1
+    assert row["resume_ok"] is False  # it never got to the final answer
+    assert row["effects_committed_total"] == 2
+
+
+def test_event_anchored_repetitions_agree(tmp_path):
+    rows = run(KA + "IgnoresStop", tmp_path, offsets=["on:effect_received:email"], reps=5)
+    keys = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_in_flight",
+            "effects_leaked")
+    assert len({tuple(r[k] for k in keys) for r in rows}) == 1, [tuple(r[k] for k in keys) for r in rows]
+    assert rows[0]["effects_in_flight"] == 1  # held by the world until the stop was pressed
+
+
+def test_spawned_subject_measures_the_same(tmp_path):
+    (row,) = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms"], start_method="spawn")
+    assert (row["status"], row["effects_leaked"], row["effects_new"]) == ("ok", 1, 1)
+
+
+def test_rerun_skips_finished_trials_and_rows_carry_provenance(tmp_path):
+    first = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms", "at:60ms"])
+    assert len(first) == 2
+    again = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms", "at:60ms", "at:70ms"])
+    assert [r["offset"] for r in again] == ["at:70ms"]
+    rows, bad = read_rows([raw_file(tmp_path, KA + "LeaksOneEmail")])
+    assert len(rows) == 3 and not bad
+    for key in ("schema_version", "trial_id", "scenario_hash", "versions", "python", "platform", "git_sha",
+                "seed", "status"):
+        assert key in rows[0]
+
+
+def test_reference_adapter_stops_right(tmp_path):
+    """The row that shows what is possible: at every event anchor, nothing leaks and resume is clean."""
+    rows = run("reference", tmp_path, scenarios=[], offsets=[], jobs=1, deadlines=Deadlines())
+    event_rows = [r for r in rows if r["offset_kind"] == "event"]
+    assert len(event_rows) == 36
+    for r in event_rows:
+        where = f"{r['scenario']} {r['offset']} {r['tool_style']}"
+        assert r["status"] == "ok", f"{where}: {r['reason']}"
+        assert r["tokens_after_stop"] <= 1, where
+        assert r["llm_requests_after_stop"] == 0, where
+        assert r["effects_leaked"] == 0, where
+        assert r["orphans"] == 0, where
+        assert r["threads_left"] == 0, where
+        assert r["resume_ok"] is True, where
+        assert r["resume_duplicate_effects"] == 0, where
+        assert r["egress_attempts"] == 0, where
+
+
+@pytest.mark.parametrize("bad", ["no_such_adapter", "tests.known_answer.adapters:Nope"])
+def test_unknown_adapter_is_a_clear_error(bad, capsys):
+    from harness.cli import main
+
+    assert main(["run", "--adapter", bad]) == 2
+    assert bad.split(":")[-1] in capsys.readouterr().err
+
+
+def test_unknown_mode_offset_and_scenario_are_clear_errors(capsys, tmp_path):
+    from harness.cli import main
+
+    assert main(["run", "--adapter", "reference", "--mode", "explode", "--out", str(tmp_path)]) == 2
+    assert "explode" in capsys.readouterr().err
+    assert main(["run", "--adapter", "reference", "--offset", "soon", "--out", str(tmp_path)]) == 2
+    assert "soon" in capsys.readouterr().err
+    assert main(["run", "--adapter", "reference", "--scenario", "nope", "--out", str(tmp_path)]) == 2
+    assert "nope" in capsys.readouterr().err

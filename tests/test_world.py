@@ -1,0 +1,560 @@
+"""The world, driven over real HTTP (openai client, httpx, the Toolbox), with the ledger asserted exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from harness.scenario import resolve_scenario, scenario_from_dict
+from harness.tools import Toolbox
+from harness.world.model_api import tokens_per_turn
+
+EMAIL = {"to": "a@example.com", "subject": "Hi", "body": "Hello."}
+
+
+def inline(name: str = "inline", text_tokens: int = 20, tps: float = 0, ttft: float = 0,
+           latency: dict[str, float] | None = None, **extra: Any) -> dict[str, Any]:
+    """A small inline scenario: one text turn, given pacing and service latency."""
+    return {"name": name, "turns": [{"text_tokens": text_tokens}], "offsets": [],
+            "pacing": {"tokens_per_s": tps, "ttft_ms": ttft}, "latency_ms": latency or {}, **extra}
+
+
+def events(world_client, run_id: str, name: str | None = None, **match: Any) -> list[dict[str, Any]]:
+    evs = world_client.ledger(run_id)["events"]
+    return [e for e in evs if (name is None or e["event"] == name)
+            and all(e.get(k) == v for k, v in match.items())]
+
+
+def settle(world_client, run_id: str, window_ms: float = 40) -> None:
+    assert world_client.quiet(run_id, window_ms=window_ms, deadline_ms=5000)["quiet"]
+
+
+def client_for(run: dict[str, Any]) -> openai.OpenAI:
+    return openai.OpenAI(base_url=run["model_base_url"], api_key="x", max_retries=0, timeout=20)
+
+
+def chat_messages(tool_results: int) -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for k in range(tool_results):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{k}", "type": "function", "function": {"name": "send_email", "arguments": "{}"}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{k}", "content": "ok"})
+    return msgs
+
+
+def responses_input(tool_results: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for k in range(tool_results):
+        items.append({"type": "function_call", "call_id": f"c{k}", "name": "send_email", "arguments": "{}"})
+        items.append({"type": "function_call_output", "call_id": f"c{k}", "output": "ok"})
+    return items
+
+
+def only_request(world_client, run_id: str) -> dict[str, Any]:
+    reqs = events(world_client, run_id, "llm_request")
+    assert len(reqs) == 1
+    return reqs[0]
+
+
+def token_stamps(world_client, run_id: str, req: int) -> list[int]:
+    toks = events(world_client, run_id, "token", req=req)
+    assert [e["i"] for e in toks] == list(range(len(toks)))
+    return [e["t"] for e in toks]
+
+
+# ----- model API: Chat Completions and Responses -----------------------------------------------------
+
+def run_chat(oc: openai.OpenAI, tool_results: int, stream: bool, usage: bool = False):
+    """One chat call; returns (text, [(name, args)], usage or None, saw a usage chunk)."""
+    msgs = chat_messages(tool_results)
+    if not stream:
+        r = oc.chat.completions.create(model="scripted", messages=msgs)
+        calls = [(c.function.name, json.loads(c.function.arguments)) for c in r.choices[0].message.tool_calls or []]
+        return r.choices[0].message.content or "", calls, r.usage, False
+    kwargs: dict[str, Any] = {"stream_options": {"include_usage": True}} if usage else {}
+    text, calls, got_usage, usage_chunk = [], {}, None, False
+    for chunk in oc.chat.completions.create(model="scripted", messages=msgs, stream=True, **kwargs):
+        if chunk.usage is not None:
+            assert chunk.choices == []
+            got_usage, usage_chunk = chunk.usage, True
+        for choice in chunk.choices:
+            if choice.delta.content:
+                text.append(choice.delta.content)
+            for tc in choice.delta.tool_calls or []:
+                entry = calls.setdefault(tc.index, ["", ""])
+                entry[0] += tc.function.name or ""
+                entry[1] += tc.function.arguments or ""
+    return "".join(text), [(n, json.loads(a)) for _, (n, a) in sorted(calls.items())], got_usage, usage_chunk
+
+
+def run_responses(oc: openai.OpenAI, tool_results: int, stream: bool):
+    inp = responses_input(tool_results)
+    if not stream:
+        r = oc.responses.create(model="scripted", input=inp)
+    else:
+        r = None
+        text_deltas = []
+        for ev in oc.responses.create(model="scripted", input=inp, stream=True):
+            if ev.type == "response.output_text.delta":
+                text_deltas.append(ev.delta)
+            if ev.type == "response.completed":
+                r = ev.response
+        assert r is not None
+        assert "".join(text_deltas) == r.output_text
+    calls = [(o.name, json.loads(o.arguments)) for o in r.output if o.type == "function_call"]
+    return r.output_text, calls, r.usage
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("scenario,tool_results", [("q3_report", 0), ("q3_report", 1), ("q3_report", 2),
+                                                   ("parallel_fanout", 0), ("parallel_fanout", 3)])
+def test_model_turns(world_client, api, stream, scenario, tool_results):
+    sc = resolve_scenario(scenario)
+    run = world_client.create_run(scenario)
+    oc = client_for(run)
+    if api == "chat":
+        text, calls, usage, _ = run_chat(oc, tool_results, stream, usage=stream)
+        completion = usage.completion_tokens
+    else:
+        text, calls, usage = run_responses(oc, tool_results, stream)
+        completion = usage.output_tokens
+    settle(world_client, run["run_id"])
+    turn = sc.turn_for(tool_results)
+    req = only_request(world_client, run["run_id"])
+    assert req["turn"] == turn and req["tool_results"] == tool_results and req["stream"] == stream
+    assert req["api"] == api
+    n = tokens_per_turn(sc)[turn]
+    assert len(token_stamps(world_client, run["run_id"], req["req"])) == n
+    assert completion == n
+    done = events(world_client, run["run_id"], "response_done")
+    assert [(d["req"], d["tokens"], d["complete"]) for d in done] == [(req["req"], n, True)]
+    expected = sc.turns[turn]
+    assert calls == [(c.name, c.arguments) for c in expected.tool_calls]
+    assert len(text.split()) == expected.text_tokens
+    assert events(world_client, run["run_id"], "disconnect") == []
+
+
+def test_parallel_fanout_three_calls_in_one_turn(world_client):
+    run = world_client.create_run("parallel_fanout")
+    oc = client_for(run)
+    names = ["send_email", "book_meeting", "post_chat"]
+    for stream in (False, True):
+        _, calls, _, _ = run_chat(oc, 0, stream)
+        assert [c[0] for c in calls] == names
+        _, calls, _ = run_responses(oc, 0, stream)
+        assert [c[0] for c in calls] == names
+
+
+def test_chat_stream_usage_chunk_only_when_asked(world_client):
+    run = world_client.create_run(inline(text_tokens=7))
+    oc = client_for(run)
+    text, _, usage, usage_chunk = run_chat(oc, 0, stream=True, usage=True)
+    assert usage_chunk and usage.completion_tokens == 7 and len(text.split()) == 7
+    _, _, usage, usage_chunk = run_chat(oc, 0, stream=True, usage=False)
+    assert not usage_chunk and usage is None
+
+
+def test_responses_previous_response_id_counts_earlier_results(world_client):
+    sc = resolve_scenario("q3_report")
+    run = world_client.create_run("q3_report")
+    oc = client_for(run)
+    first = oc.responses.create(model="scripted", input=responses_input(1))
+    assert [o.name for o in first.output if o.type == "function_call"] == ["send_email"]
+    second = oc.responses.create(model="scripted", previous_response_id=first.id,
+                                 input=[{"type": "function_call_output", "call_id": "c1", "output": "sent"}])
+    assert [o for o in second.output if o.type == "function_call"] == []
+    reqs = events(world_client, run["run_id"], "llm_request")
+    assert [(r["turn"], r["tool_results"]) for r in reqs] == [(1, 1), (2, 2)]
+    assert second.usage.output_tokens == tokens_per_turn(sc)[2]
+
+
+def test_past_the_script_says_done(world_client):
+    run = world_client.create_run(inline(text_tokens=3))
+    r = client_for(run).chat.completions.create(model="scripted", messages=chat_messages(1))
+    assert r.choices[0].message.content == "Done." and r.usage.completion_tokens == 1
+
+
+# ----- token stamps and pacing -----------------------------------------------------------------------
+
+def test_token_stamps_increase_unpaced(world_client):
+    run = world_client.create_run(inline(text_tokens=300))
+    r = client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
+    assert r.usage.completion_tokens == 300
+    stamps = token_stamps(world_client, run["run_id"], 1)
+    assert len(stamps) == 300
+    assert all(b > a for a, b in zip(stamps, stamps[1:], strict=False))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_pacing_spaces_tokens(world_client, stream):
+    rate, ttft, n = 200.0, 20.0, 30
+    run = world_client.create_run(inline(text_tokens=n, tps=rate, ttft=ttft))
+    run_chat(client_for(run), 0, stream)
+    req = only_request(world_client, run["run_id"])
+    stamps = token_stamps(world_client, run["run_id"], 1)
+    assert len(stamps) == n
+    interval = 1e9 / rate
+    # first token after ttft (measured from the request stamp, which precedes the pacer's start)
+    assert ttft * 1e6 <= stamps[0] - req["t"] <= ttft * 1e6 + 5e6
+    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    assert all(g > 0 for g in gaps)
+    assert sum(gaps) / len(gaps) == pytest.approx(interval, rel=0.05)
+    # absolute schedule (request stamp + ttft + i/rate): typically well under 2 ms off, never drifting;
+    # the max bound only allows for a scheduling hiccup on a loaded machine
+    errors = sorted(abs(t - (req["t"] + ttft * 1e6 + i * interval)) for i, t in enumerate(stamps))
+    assert errors[len(errors) // 2] < 2e6 and errors[-1] < 10e6
+    assert abs(stamps[-1] - (req["t"] + ttft * 1e6 + (n - 1) * interval)) < 5e6
+
+
+# ----- disconnects ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_stream_disconnect_stops_generation(world_client, api):
+    k, full = 5, 400
+    run = world_client.create_run(inline(text_tokens=full, tps=200, ttft=5))
+    oc = client_for(run)
+    seen = 0
+    if api == "chat":
+        stream = oc.chat.completions.create(model="scripted", messages=chat_messages(0), stream=True)
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                seen += 1
+                if seen == k:
+                    break
+    else:
+        stream = oc.responses.create(model="scripted", input=responses_input(0), stream=True)
+        for ev in stream:
+            if ev.type == "response.output_text.delta":
+                seen += 1
+                if seen == k:
+                    break
+    stream.close()
+    settle(world_client, run["run_id"])
+    n = len(token_stamps(world_client, run["run_id"], 1))
+    assert k <= n <= k + 3 < full
+    disc = events(world_client, run["run_id"], "disconnect")
+    assert len(disc) == 1 and disc[0]["req"] == 1 and disc[0]["tokens"] == n
+    done = events(world_client, run["run_id"], "response_done")
+    assert len(done) == 1 and done[0]["tokens"] == n and done[0]["complete"] is False
+    assert done[0]["t"] >= disc[0]["t"] > token_stamps(world_client, run["run_id"], 1)[-1]
+
+
+def test_non_streaming_generates_in_full_after_client_timeout(world_client):
+    n = 30
+    run = world_client.create_run(inline(text_tokens=n, tps=300, ttft=10))  # ~110 ms
+    with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=0.03) as http:
+        http.post(f"{run['model_base_url']}/chat/completions",
+                  json={"model": "scripted", "messages": chat_messages(0)})
+    assert len(events(world_client, run["run_id"], "token")) < n  # the client left mid-generation
+    settle(world_client, run["run_id"])
+    assert len(token_stamps(world_client, run["run_id"], 1)) == n
+    assert events(world_client, run["run_id"], "disconnect") == []
+    done = events(world_client, run["run_id"], "response_done")
+    assert [(d["tokens"], d["complete"]) for d in done] == [(n, True)]
+
+
+# ----- services ---------------------------------------------------------------------------------------
+
+def post(url: str, body: Any, timeout: float = 10, **kwargs: Any) -> httpx.Response:
+    with httpx.Client(timeout=timeout) as http:
+        return http.post(url, json=body, **kwargs)
+
+
+def test_email_received_then_committed_after_latency(world_client):
+    run = world_client.create_run(inline(latency={"email": 60}))
+    r = post(f"{run['services_base_url']}/email/send", EMAIL)
+    assert r.status_code == 200
+    answer = r.json()
+    assert answer["effect_id"] == "email_1" and answer["status"] == "committed"
+    rec = events(world_client, run["run_id"], "effect_received")
+    com = events(world_client, run["run_id"], "effect_committed")
+    assert len(rec) == 1 and len(com) == 1
+    assert rec[0]["kind"] == "email" and rec[0]["effect_id"] == "email_1" and rec[0]["idempotency_key"] is None
+    assert com[0]["effect_id"] == "email_1" and com[0]["client_gone"] is False
+    assert com[0]["logical"] == rec[0]["logical"]
+    assert answer["committed_ns"] == com[0]["t"]
+    assert 60e6 <= com[0]["t"] - rec[0]["t"] < 60e6 + 50e6
+
+
+@pytest.mark.parametrize("commit_on_disconnect", [True, False])
+def test_effect_when_client_disconnects_before_commit(world_client, commit_on_disconnect):
+    run = world_client.create_run(inline(latency={"email": 150}, commit_on_disconnect=commit_on_disconnect))
+    with pytest.raises(httpx.ReadTimeout):
+        post(f"{run['services_base_url']}/email/send", EMAIL, timeout=0.03)
+    assert len(events(world_client, run["run_id"], "effect_received")) == 1
+    assert events(world_client, run["run_id"], "effect_committed") == []
+    settle(world_client, run["run_id"])
+    com = events(world_client, run["run_id"], "effect_committed")
+    abo = events(world_client, run["run_id"], "effect_aborted")
+    if commit_on_disconnect:
+        assert abo == [] and len(com) == 1
+        assert com[0]["effect_id"] == "email_1" and com[0]["client_gone"] is True
+    else:
+        assert com == [] and len(abo) == 1 and abo[0]["effect_id"] == "email_1"
+
+
+def test_idempotency_key_repeat_is_a_duplicate(world_client):
+    run = world_client.create_run(inline(latency={"email": 10}))
+    url = f"{run['services_base_url']}/email/send"
+    first = post(url, EMAIL, headers={"Idempotency-Key": "k1"}).json()
+    again = post(url, EMAIL, headers={"Idempotency-Key": "k1"}).json()
+    other = post(url, EMAIL, headers={"Idempotency-Key": "k2"}).json()
+    assert first["effect_id"] == again["effect_id"] == "email_1" and other["effect_id"] == "email_2"
+    settle(world_client, run["run_id"])
+    evs = [e for e in world_client.ledger(run["run_id"])["events"] if e["event"].startswith("effect_")]
+    assert [(e["event"], e["effect_id"]) for e in evs] == [
+        ("effect_received", "email_1"), ("effect_committed", "email_1"), ("effect_duplicate", "email_1"),
+        ("effect_received", "email_2"), ("effect_committed", "email_2")]
+    assert evs[2]["idempotency_key"] == "k1" and evs[3]["idempotency_key"] == "k2"
+
+
+def test_compensation_and_unknown_effect(world_client):
+    run = world_client.create_run(inline())
+    base = run["services_base_url"]
+    eid = post(f"{base}/email/send", EMAIL).json()["effect_id"]
+    r = post(f"{base}/email/recall", {"effect_id": eid})
+    assert r.status_code == 200 and r.json() == {"effect_id": eid, "kind": "email", "status": "compensated"}
+    comp = events(world_client, run["run_id"], "compensation")
+    assert [(c["kind"], c["effect_id"], c["committed"]) for c in comp] == [("email", eid, True)]
+    r = post(f"{base}/email/recall", {"effect_id": "email_99"})
+    assert r.status_code == 404 and "email_99" in r.json()["error"]["message"]
+    r = post(f"{base}/pr/close", {"effect_id": eid})  # right id, wrong kind
+    assert r.status_code == 404
+    r = post(f"{base}/email/recall", {})
+    assert r.status_code == 400 and "effect_id" in r.json()["error"]["message"]
+    assert len(events(world_client, run["run_id"], "compensation")) == 1
+
+
+def test_service_bad_arguments(world_client):
+    run = world_client.create_run(inline())
+    r = post(f"{run['services_base_url']}/email/send", {"to": "a@example.com"})
+    assert r.status_code == 400
+    msg = r.json()["error"]["message"]
+    assert "subject" in msg and "body" in msg
+    assert events(world_client, run["run_id"], "effect_received") == []
+
+
+def test_toolbox_sync_and_async(world_client):
+    run = world_client.create_run(inline(latency={"email": 5, "chat": 5, "docs": 5}))
+    seen: list[tuple[str, dict]] = []
+    tb = Toolbox(run["services_base_url"], on_result=lambda name, args, answer: seen.append((name, answer)))
+    out = json.loads(tb.sync["send_email"]("a@example.com", subject="S", body="B"))
+    assert out["effect_id"] == "email_1" and out["status"] == "committed"
+    out = json.loads(asyncio.run(tb.async_["post_chat"](channel="#c", text="t")))
+    assert out["effect_id"] == "chat_1" and out["status"] == "committed"
+    draft = json.loads(tb.sync["draft_document"](title="T", topic="X"))
+    assert draft["title"] == "T" and "X" in draft["text"]
+    assert [n for n, _ in seen] == ["send_email", "post_chat", "draft_document"]
+    assert tb.compensate("email", "email_1")["status"] == "compensated"
+    assert asyncio.run(tb.acompensate("chat", "chat_1"))["status"] == "compensated"
+    evs = [(e["event"], e.get("effect_id") or e.get("kind")) for e in world_client.ledger(run["run_id"])["events"]
+           if e["event"] not in ("run_created",)]
+    assert evs == [("effect_received", "email_1"), ("effect_committed", "email_1"),
+                   ("effect_received", "chat_1"), ("effect_committed", "chat_1"), ("read", "docs"),
+                   ("compensation", "email_1"), ("compensation", "chat_1")]
+    with pytest.raises(TypeError):
+        tb.sync["send_email"]("a@example.com")
+
+
+# ----- bad input -------------------------------------------------------------------------------------
+
+def test_bad_input_never_kills_the_world(world):
+    url = world.url
+    with httpx.Client(timeout=5) as http:
+        r = http.post(f"{url}/runs/r99999/v1/chat/completions", json={"messages": []})
+        assert r.status_code == 404 and "r99999" in r.json()["error"]["message"]
+        un = http.get(f"{url}/unattributed").json()
+        assert any(u["path"] == "/runs/r99999/v1/chat/completions" and u["reason"] == "unknown run" for u in un)
+
+        r = http.post(f"{url}/runs", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+
+        r = http.post(f"{url}/runs", json={"scenario": "no_such_scenario"})
+        assert r.status_code == 400 and "no_such_scenario" in r.json()["error"]["message"]
+
+        bad = inline()
+        bad["turns"] = [{"text_tokens": "many"}]
+        r = http.post(f"{url}/runs", json={"scenario": bad})
+        assert r.status_code == 400 and "text_tokens" in r.json()["error"]["message"]
+
+        r = http.post(f"{url}/runs", json={"scenario": {**inline(), "pacing": {"tokens_per_s": "fast"}}})
+        assert r.status_code == 400 and "pacing.tokens_per_s" in r.json()["error"]["message"]
+
+        r = http.post(f"{url}/runs", json={"scenario": {**inline(), "speed": 3}})
+        assert r.status_code == 400 and "speed" in r.json()["error"]["message"]
+
+        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": "at:100ms"})
+        assert r.status_code == 400 and "time offset" in r.json()["error"]["message"]
+
+        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": "on:tokens:3"})
+        assert r.status_code == 400 and "stop_anchor" in r.json()["error"]["message"]
+
+        run = http.post(f"{url}/runs", json={"scenario": inline()}).json()
+        r = http.post(f"{run['model_base_url']}/chat/completions", content=b"[1,",
+                      headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+        r = http.post(f"{run['model_base_url']}/chat/completions", json=[1, 2])
+        assert r.status_code == 400 and "JSON object" in r.json()["error"]["message"]
+        r = http.post(f"{run['services_base_url']}/rocket/launch", json={})
+        assert r.status_code == 404 and "rocket/launch" in r.json()["error"]["message"]
+        r = http.post(f"{run['services_base_url']}/marks", json={"name": "x", "t": "soon"})
+        assert r.status_code == 400 and "'t'" in r.json()["error"]["message"]
+        r = http.get(f"{run['services_base_url']}/quiet", params={"window_ms": "abc"})
+        assert r.status_code == 400 and "window_ms" in r.json()["error"]["message"]
+
+        assert http.get(f"{url}/health").json()["ok"] is True
+
+
+# ----- event anchors and the control channel ---------------------------------------------------------
+
+class ControlListener:
+    """Reads a run's control stream in a thread; `opened` once connected, `stops` gets each stop push."""
+
+    def __init__(self, run: dict[str, Any]):
+        self.url = f"{run['services_base_url']}/control"
+        self.opened = threading.Event()
+        self.stopped = threading.Event()
+        self.stops: list[dict[str, Any]] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def __enter__(self) -> ControlListener:
+        self.thread.start()
+        assert self.opened.wait(5), "control stream did not open"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+    def _read(self) -> None:
+        with httpx.stream("GET", self.url, timeout=httpx.Timeout(5, read=8)) as r:
+            assert r.headers["content-type"] == "text/event-stream"
+            event = None
+            for line in r.iter_lines():
+                if line.startswith(": open"):
+                    self.opened.set()
+                elif line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: ") and event == "stop":
+                    self.stops.append({**json.loads(line[6:]), "received_ns": time.monotonic_ns()})
+                    self.stopped.set()
+                    return
+
+
+def test_anchor_on_token_pushes_stop(world_client):
+    run = world_client.create_run(inline(text_tokens=20), stop_anchor="on:token:5")
+    with ControlListener(run) as ctl:
+        client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
+        assert ctl.stopped.wait(5)
+    evs = world_client.ledger(run["run_id"])["events"]
+    assert world_client.ledger(run["run_id"])["anchor"] == "on:token:5"
+    fired = [j for j, e in enumerate(evs) if e["event"] == "anchor_fired"]
+    assert len(fired) == 1
+    before = evs[fired[0] - 1]
+    assert before["event"] == "token" and before["i"] == 4
+    assert ctl.stops == [{"event": "stop", "anchor": "on:token:5", "t": evs[fired[0]]["t"],
+                          "received_ns": ctl.stops[0]["received_ns"]}]
+    assert ctl.stops[0]["received_ns"] > evs[fired[0]]["t"]
+
+
+def test_late_listener_gets_stop_at_once(world_client):
+    run = world_client.create_run(inline(text_tokens=3), stop_anchor="on:llm_request:1")
+    client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
+    with ControlListener(run) as ctl:
+        assert ctl.stopped.wait(5)
+    assert ctl.stops[0]["late_listener"] is True and ctl.stops[0]["anchor"] == "on:llm_request:1"
+
+
+def test_anchor_on_nth_llm_request(world_client):
+    run = world_client.create_run(inline(text_tokens=3), stop_anchor="on:llm_request:2")
+    oc = client_for(run)
+    with ControlListener(run) as ctl:
+        oc.chat.completions.create(model="scripted", messages=chat_messages(0))
+        settle(world_client, run["run_id"], window_ms=20)
+        assert events(world_client, run["run_id"], "anchor_fired") == [] and not ctl.stopped.is_set()
+        oc.chat.completions.create(model="scripted", messages=chat_messages(0))
+        assert ctl.stopped.wait(5)
+    evs = world_client.ledger(run["run_id"])["events"]
+    j = next(j for j, e in enumerate(evs) if e["event"] == "anchor_fired")
+    assert evs[j - 1]["event"] == "llm_request" and evs[j - 1]["req"] == 2
+    assert len(events(world_client, run["run_id"], "anchor_fired")) == 1
+
+
+def test_anchor_on_effect_received_holds_commit_until_stop_called(world_client):
+    run = world_client.create_run(inline(latency={"email": 20}), stop_anchor="on:effect_received:email")
+    answers: list[dict] = []
+    with ControlListener(run) as ctl:
+        sender = threading.Thread(target=lambda: answers.append(
+            post(f"{run['services_base_url']}/email/send", EMAIL).json()))
+        sender.start()
+        assert ctl.stopped.wait(5)
+        time.sleep(0.15)  # far beyond the 20 ms latency: the commit is held
+        assert events(world_client, run["run_id"], "effect_committed") == []
+        assert sender.is_alive()
+        stop_t = world_client.mark(run["run_id"], "stop_called")
+        sender.join(5)
+    assert answers and answers[0]["status"] == "committed"
+    evs = world_client.ledger(run["run_id"])["events"]
+    names = [e["event"] for e in evs]
+    assert names == ["run_created", "effect_received", "anchor_fired", "mark", "effect_released", "effect_committed"]
+    mark, released, committed = evs[3], evs[4], evs[5]
+    assert mark["name"] == "stop_called" and mark["t"] == stop_t
+    assert released.get("timeout") is None
+    assert committed["t"] > stop_t and committed["t"] - released["t"] >= 20e6
+    assert evs[2]["t"] >= evs[1]["t"]
+
+
+# ----- marks and quiet -------------------------------------------------------------------------------
+
+def test_marks_with_explicit_t(world_client):
+    run = world_client.create_run(inline())
+    t = time.monotonic_ns() - 1_000_000
+    assert world_client.mark(run["run_id"], "stop_pressed", t=t, data={"x": 1}) == t
+    r = post(f"{run['services_base_url']}/marks", {"name": "no_t"})
+    assert r.status_code == 200
+    marks = events(world_client, run["run_id"], "mark")
+    assert marks[0] == {"t": t, "event": "mark", "name": "stop_pressed", "data": {"x": 1}}
+    assert marks[1]["name"] == "no_t" and marks[1]["t"] == r.json()["t"] > t and marks[1]["data"] is None
+
+
+def test_quiet_after_activity_stops(world_client):
+    run = world_client.create_run(inline(text_tokens=40, tps=400))  # ~100 ms of tokens
+    th = threading.Thread(target=lambda: client_for(run).chat.completions.create(
+        model="scripted", messages=chat_messages(0)))
+    th.start()
+    deadline = time.monotonic() + 5
+    while not events(world_client, run["run_id"], "llm_request") and time.monotonic() < deadline:
+        time.sleep(0.005)
+    busy = world_client.quiet(run["run_id"], window_ms=50, deadline_ms=30)
+    assert busy["quiet"] is False and busy["open_requests"] == 1
+    q = world_client.quiet(run["run_id"], window_ms=50, deadline_ms=5000)
+    th.join(5)
+    assert q["quiet"] is True
+    last = events(world_client, run["run_id"], "response_done")[-1]
+    assert q["last_activity_ns"] == last["t"]
+    assert q["waited_until"] - last["t"] >= 50e6
+
+
+def test_registered_process_is_recorded(world_client):
+    run = world_client.create_run(inline())
+    assert post(f"{run['services_base_url']}/processes", {"pid": 4242, "role": "agent"}).status_code == 200
+    assert post(f"{run['services_base_url']}/processes", {"pid": "x"}).status_code == 400
+    assert [(e["pid"], e["role"]) for e in events(world_client, run["run_id"], "process_registered")] == [
+        (4242, "agent")]
+
+
+def test_inline_scenario_roundtrip(world_client):
+    spec = inline(text_tokens=4)
+    assert tokens_per_turn(scenario_from_dict(spec)) == [4]
+    run = world_client.create_run(spec, seed=3)
+    led = world_client.ledger(run["run_id"])
+    assert led["scenario"] == "inline" and led["anchor"] is None
+    assert led["events"][0]["event"] == "run_created" and led["events"][0]["seed"] == 3
