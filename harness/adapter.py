@@ -53,6 +53,9 @@ class TrialContext:
     workdir: Path
     seed: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    #: the stop mode this trial will press: some primitives are chosen when the run starts
+    #: (a breakpoint compiled in, a control object passed, a sync loop in a thread)
+    mode: str = ""
 
     @property
     def prompt(self) -> str:
@@ -70,6 +73,8 @@ class Adapter(abc.ABC):
     #: how resume works, one line; empty when the framework offers none (resume() raises NoResume)
     resume_primitive: ClassVar[str] = ""
     tool_styles: ClassVar[tuple[str, ...]] = TOOL_STYLES
+    #: (stop mode, tool style) -> why the framework cannot run that pair at all; its trials are `skipped`
+    unsupported: ClassVar[dict[tuple[str, str], str]] = {}
     #: environment set before the framework is imported (telemetry off, no phoning home)
     environment: ClassVar[dict[str, str]] = {}
     #: distributions whose versions every row records

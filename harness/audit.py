@@ -63,6 +63,23 @@ def _idle_pool_thread(ident: int) -> bool:
     return True
 
 
+def _socket_fds() -> list[dict[str, Any]]:
+    """Open sockets by file descriptor (reading /proc/self/fd is ~10x cheaper than psutil's tables)."""
+    out = []
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            out.append({"fd": int(fd), "inode": target[8:-1]})
+    return out
+
+
 def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
     me = psutil.Process()
     threads = [{"ident": t.ident, "name": t.name, "daemon": t.daemon} for t in threading.enumerate()]
@@ -78,12 +95,7 @@ def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
                               "cmdline": " ".join(c.cmdline()[:4])[:200], "rss": c.memory_info().rss})
         except psutil.Error:
             continue
-    try:
-        sockets = [{"fd": s.fd, "laddr": list(s.laddr) if s.laddr else None,
-                    "raddr": list(s.raddr) if s.raddr else None, "status": s.status}
-                   for s in me.net_connections(kind="inet")]
-    except psutil.Error:
-        sockets = []
+    sockets = _socket_fds()
     return {
         "threads": threads,
         "tasks": [t.get_name() + ":" + getattr(t.get_coro(), "__qualname__", "?") for t in tasks],
@@ -107,12 +119,12 @@ def left_since(baseline: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
             base_tasks.remove(t)
         else:
             new_tasks.append(t)
-    base_fds = {s["fd"] for s in baseline["sockets"]}
+    base_fds = {(s["fd"], s["inode"]) for s in baseline["sockets"]}
     return {
         "threads": new_threads,
         "threads_busy": [t for t in new_threads if not t["idle_pool_worker"]],
         "tasks": new_tasks,
         "children": now["children"],
-        "sockets": [s for s in now["sockets"] if s["fd"] not in base_fds],
+        "sockets": [s for s in now["sockets"] if (s["fd"], s["inode"]) not in base_fds],
         "egress": now["egress"],
     }

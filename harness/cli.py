@@ -111,15 +111,22 @@ def cmd_reap(args: argparse.Namespace) -> int:
 def cmd_new_adapter(args: argparse.Namespace) -> int:
     from harness.skeleton import write_skeleton
 
-    for path in write_skeleton(args.name, Path(args.dir)):
+    try:
+        written = write_skeleton(args.name, Path(args.dir))
+    except (ValueError, FileExistsError) as e:
+        raise UsageError(str(e)) from e
+    for path in written:
         print(path)
+    print(f"next: stopbench test-adapter {args.name}   (then fill in the TODOs)")
     return 0
 
 
 def cmd_test_adapter(args: argparse.Namespace) -> int:
     import pytest
 
-    return pytest.main(["-q", "-p", "harness.testing.plugin", "--pyargs", "harness.testing",
+    # the plugin is loaded through its pytest11 entry point ("stopbench"); `-p harness.testing.plugin`
+    # on top of it made pytest refuse to start (the same module registered under two names)
+    return pytest.main(["-q", "--pyargs", "harness.testing",
                         "--adapter", args.adapter, *args.pytest_args])
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import select
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from harness.adapter import Adapter, AdapterError
 from harness.results import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
 from harness.subject import Deadlines
-from harness.trial import RunningTrial, TrialSpec
+from harness.trial import RunningTrial, TrialSpec, warm_up
 from harness.world.client import WorldClient, WorldProcess
 
 MITIGATIONS = ("none",)
@@ -43,6 +44,7 @@ class RunOptions:
     deadlines: Deadlines = field(default_factory=Deadlines)
     seed: int = 0
     keep_workdirs: bool = False
+    settle_window_ms: float | None = None  # None: derived from the scenario (see trial.settle_window_ms)
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -96,12 +98,13 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     try:
         with WorldProcess(opts.scenarios_dir) as world:
             client = WorldClient(world.url)
+            warm_up(world.url)
             queue = list(todo)
             while queue or running:
                 while queue and len(running) < opts.jobs:
                     spec = queue.pop(0)
                     running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
-                                                       opts.deadlines, opts.start_method)))
+                                                       opts.deadlines, opts.start_method, opts.settle_window_ms)))
                 for item in list(running):
                     spec, trial = item
                     if not trial.poll():
@@ -111,7 +114,8 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
                     append_row(out_file, row)
                     rows.append(row)
                     _progress(log, len(rows), len(todo), row, started)
-                time.sleep(0.005)
+                if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
+                    select.select([t.read_fd for _, t in running], [], [], 0.02)
             unattributed = client.http.get(f"{world.url}/unattributed").json()
             if unattributed:
                 print(f"stopbench: {len(unattributed)} request(s) named no known run", file=log)

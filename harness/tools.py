@@ -83,7 +83,11 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
 
 
 class Toolbox:
-    """The tools of one run. `sync` and `async_` hold functions named and typed like the tools."""
+    """The tools of one run. `sync` and `async_` hold functions named and typed like the tools.
+
+    Clients are made with verify=False: the world is plain http on loopback, and loading the CA
+    bundle would add ~30 ms of CPU to every tool call.
+    """
 
     def __init__(self, services_url: str, key_policy: KeyPolicy | None = None,
                  on_result: ResultHook | None = None, timeout_s: float = 30.0):
@@ -102,7 +106,7 @@ class Toolbox:
 
     def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
         url, headers = self._request(name, arguments, idempotency_key)
-        with httpx.Client(timeout=self.timeout_s) as client:
+        with httpx.Client(timeout=self.timeout_s, verify=False) as client:
             answer = _answer(client.post(url, json=arguments, headers=headers))
         if self.on_result:
             self.on_result(name, arguments, answer)
@@ -111,7 +115,7 @@ class Toolbox:
     async def acall(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
         url, headers = self._request(name, arguments, idempotency_key)
         # A client per call: frameworks run async tools on loops of their own choosing.
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, verify=False) as client:
             answer = _answer(await client.post(url, json=arguments, headers=headers))
         if self.on_result:
             self.on_result(name, arguments, answer)
@@ -119,12 +123,12 @@ class Toolbox:
 
     def compensate(self, kind: str, effect_id: str) -> dict[str, Any]:
         """Undo a committed effect (recall the email, close the PR, cancel the meeting, delete the post)."""
-        with httpx.Client(timeout=self.timeout_s) as client:
+        with httpx.Client(timeout=self.timeout_s, verify=False) as client:
             return _answer(client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
                                        json={"effect_id": effect_id}))
 
     async def acompensate(self, kind: str, effect_id: str) -> dict[str, Any]:
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+        async with httpx.AsyncClient(timeout=self.timeout_s, verify=False) as client:
             return _answer(await client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
                                              json={"effect_id": effect_id}))
 

@@ -8,6 +8,7 @@ carries everything the ledger recorded up to then.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -52,11 +53,29 @@ def settle_window_ms(scenario: Scenario) -> float:
     return max(250.0, 2 * slowest + 50)
 
 
+def warm_up(world_url: str) -> None:
+    """Do once in the parent what every subject would otherwise do first (lazy imports of the async
+    HTTP stack, the audit's /proc readers), so forked subjects inherit it warm."""
+    import asyncio
+
+    import httpx
+
+    from harness import audit
+
+    async def touch() -> None:
+        async with httpx.AsyncClient(verify=False) as client:
+            await client.get(f"{world_url}/health")
+        audit.snapshot()
+
+    asyncio.run(touch())
+
+
 class RunningTrial:
     """A subject in flight. `poll()` until it returns True, then `finish()` for the row."""
 
     def __init__(self, spec: TrialSpec, scenario: Scenario, adapter_cls: type[Adapter], world: WorldClient,
-                 workroot: Path, deadlines: Deadlines, start_method: str = "fork"):
+                 workroot: Path, deadlines: Deadlines, start_method: str = "fork",
+                 settle_ms: float | None = None):
         self.spec = spec
         self.scenario = scenario
         self.world = world
@@ -77,12 +96,13 @@ class RunningTrial:
             adapter=spec.adapter, mode=spec.mode, tool_style=spec.tool_style, offset=spec.offset,
             world_url=world.url, run_id=self.run_id, model_base_url=run["model_base_url"],
             services_base_url=run["services_base_url"], workdir=str(self.workdir), seed=spec.seed,
-            settle_window_ms=settle_window_ms(scenario), deadlines=deadlines,
+            settle_window_ms=settle_window_ms(scenario) if settle_ms is None else settle_ms, deadlines=deadlines,
         )
         self._buf = b""
         read_fd, write_fd = os.pipe()
         self.proc: subprocess.Popen | None = None
         if start_method == "fork":
+            gc.freeze()  # keep the collector from touching (and so copying) the parent's pages in the child
             self.pid = os.fork()
             if self.pid == 0:  # the subject
                 code = 3

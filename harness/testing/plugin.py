@@ -24,7 +24,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         params = []
         for name in names:
             cls = load_adapter(name)
-            params += [(name, (m, s)) for m in cls.stop_modes for s in cls.tool_styles]
+            params += [(name, (m, s)) for m in cls.stop_modes for s in cls.tool_styles
+                       if (m, s) not in cls.unsupported]
         metafunc.parametrize(("contract_adapter", "mode_and_style"), params,
                              ids=[f"{n}-{m}-{s}" for n, (m, s) in params], scope="module")
     else:

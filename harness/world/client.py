@@ -53,7 +53,7 @@ class WorldProcess:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                httpx.get(f"{self.url}/health", timeout=1).raise_for_status()
+                httpx.get(f"{self.url}/health", timeout=1, verify=False).raise_for_status()
                 return self.url
             except httpx.HTTPError:
                 time.sleep(0.02)
@@ -94,7 +94,7 @@ class WorldClient:
 
     def __init__(self, url: str, timeout_s: float = 30.0):
         self.url = url.rstrip("/")
-        self.http = httpx.Client(timeout=timeout_s)
+        self.http = httpx.Client(timeout=timeout_s, verify=False)
 
     def close(self) -> None:
         self.http.close()

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     run_url = args.run_url.rstrip("/")
     httpx.post(f"{run_url}/processes", json={"pid": os.getpid(), "role": "mcp_server"},
-               timeout=10).raise_for_status()
+               timeout=10, verify=False).raise_for_status()
     build_server(run_url).run("stdio")
 
 

@@ -1,0 +1,117 @@
+"""Per-trial overhead of the harness itself, and the cost of starting a subject process.
+
+`python benchmarks/trial_overhead.py [--trials N]`
+
+- trial overhead: wall time per trial (launch -> row written) for an adapter that does nothing
+  (start returns, stop cancels an idle task, no resume) with the settle window set to 0, so what is
+  left is the harness: run creation, fork, audits, marks, reap scan, ledger fetch, metrics, row.
+- subject start: fork of this process (with the reference adapter's `openai` already imported) until
+  the child is running, and the full fork -> exit -> waitpid round trip; and the same with spawn.
+Goal: under 50 ms per trial with forked subjects. Results also go to benchmarks/results/trial.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.adapter import Adapter, TrialContext
+from harness.runner import RunOptions, run_matrix
+
+OUT = Path(__file__).parent / "results" / "trial.json"
+
+
+class NullAdapter(Adapter):
+    name = "null"
+    stop_modes = {"cancel": "cancel an idle task"}
+    tool_styles = ("async",)
+
+    async def start(self, ctx: TrialContext) -> None:
+        self.task = asyncio.create_task(asyncio.Event().wait())
+
+    async def stop(self, mode: str) -> None:
+        self.task.cancel()
+
+    async def wait(self) -> None:
+        try:
+            await self.task
+        except asyncio.CancelledError:
+            pass
+
+    async def close(self) -> None:
+        pass
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def fork_roundtrip(n: int) -> dict[str, float]:
+    import openai  # noqa: F401  (the subject's parent has its framework imported)
+
+    starts, rounds = [], []
+    for _ in range(n):
+        r, w = os.pipe()
+        t0 = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, b"x")
+            os._exit(0)
+        os.read(r, 1)
+        t1 = time.perf_counter()
+        os.waitpid(pid, 0)
+        t2 = time.perf_counter()
+        os.close(r)
+        os.close(w)
+        starts.append((t1 - t0) * 1000)
+        rounds.append((t2 - t0) * 1000)
+    return {"fork_to_running_ms_p50": statistics.median(starts), "fork_roundtrip_ms_p50": statistics.median(rounds),
+            "fork_roundtrip_ms_p99": pct(rounds, 0.99)}
+
+
+def spawn_roundtrip(n: int) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import harness.subject, openai"], check=True)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trials", type=int, default=40)
+    args = parser.parse_args()
+    out = Path(tempfile.mkdtemp(prefix="stopbench-overhead-"))
+    offsets = [f"at:{i}ms" for i in range(args.trials)]  # distinct trials, each stopped at once
+    opts = RunOptions(adapter="benchmarks.trial_overhead:NullAdapter", scenarios=["q3_report"], offsets=offsets,
+                      out=out, settle_window_ms=0)
+    rows = run_matrix(NullAdapter, opts, log=open(os.devnull, "w"))
+    durations = [r["duration_s"] * 1000 for r in rows if r["status"] == "ok"]
+    result = {
+        "trials": len(rows), "ok": len(durations),
+        "trial_overhead_ms_p50": statistics.median(durations), "trial_overhead_ms_p90": pct(durations, 0.9),
+        "trial_overhead_ms_mean": statistics.mean(durations),
+        **fork_roundtrip(50),
+        "spawn_subject_ms_p50": spawn_roundtrip(5),
+        "goal_ms": 50,
+    }
+    result["met"] = result["trial_overhead_ms_p50"] < 50
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2))
+    width = max(map(len, result))
+    for k, v in result.items():
+        print(f"{k:<{width}}  {v:.2f}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Result rows -> tables (Markdown, CSV, HTML). Every cell is computed from raw rows; nothing is typed in.
+
+A corrupt line in a raw file is listed in the report (file:line) and skipped; it never stops it.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from harness.results import CorruptLine, raw_files, read_rows
+
+COUNT_METRICS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_leaked",
+                 "threads_left", "tasks_left", "children_left", "orphans", "resume_duplicate_effects",
+                 "egress_attempts")
+TIME_METRICS = ("stop_return_ms", "lie_ms", "trigger_delay_ms")
+RULES = """\
+How to read these tables
+- One trial = adapter x stop mode x scenario x offset x tool style x mitigation x repetition; one row each.
+- "After stop" = stamped by the world after the trial's `stop_called` mark and before `resume_started`.
+- tokens+ / req+ : model tokens generated / model requests received after the stop.
+- leaked : side effects committed after the stop and never compensated.
+- lie ms : from stop() returning to the last thing the world saw the run do (0 = the button told the truth).
+- threads : new threads still running code after the run went quiet (idle pool workers are not counted).
+- orphans : processes of the run still alive after close() (they were reaped by the harness).
+- resume ok : resume() returned and the run reached its final answer; dup : a logical effect committed
+  twice and not compensated.
+- Cells are medians over ok rows; `a..b` means the rows disagree (min..max). Hung, failed and skipped rows
+  are never counted as zeros: they are counted in their own columns and listed with their reasons.
+"""
+
+
+def load(out_dir: Path):
+    import pandas as pd
+
+    rows, bad = read_rows(raw_files(out_dir))
+    return pd.DataFrame(rows), bad
+
+
+def _cell(series) -> str:
+    vals = series.dropna()
+    if vals.empty:
+        return "-"
+    lo, hi, med = vals.min(), vals.max(), vals.median()
+    if lo == hi:
+        return f"{lo:g}"
+    return f"{med:g} ({lo:g}..{hi:g})"
+
+
+def _ratio(series) -> str:
+    vals = series.dropna()
+    if vals.empty:
+        return "-"
+    return f"{int(vals.astype(bool).sum())}/{len(vals)}"
+
+
+def summary(df) -> Any:
+    """One line per adapter x stop mode."""
+    import pandas as pd
+
+    out = []
+    for (adapter, mode), g in df.groupby(["adapter", "mode"], sort=True):
+        ok = g[g["status"] == "ok"]
+        out.append({
+            "adapter": adapter, "mode": mode, "trials": len(g), "ok": len(ok),
+            "hung": int((g["status"] == "hung").sum()), "failed": int((g["status"] == "failed").sum()),
+            "skipped": int((g["status"] == "skipped").sum()),
+            "tokens+": _cell(ok["tokens_after_stop"]), "req+": _cell(ok["llm_requests_after_stop"]),
+            "leaked": _cell(ok["effects_leaked"]), "stop ms": _cell(ok["stop_return_ms"].round(1)),
+            "lie ms": _cell(ok["lie_ms"].round(1)), "threads": _cell(ok["threads_left"]),
+            "orphans": _cell(ok["orphans"]), "resume ok": _ratio(ok["resume_ok"]),
+            "dup": _cell(ok["resume_duplicate_effects"]),
+        })
+    return pd.DataFrame(out)
+
+
+def by_offset(df) -> Any:
+    """Event-anchored trials: one line per adapter x mode x scenario x offset x tool style."""
+    import pandas as pd
+
+    ev = df[(df["offset_kind"] == "event")]
+    out = []
+    keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
+    for key, g in ev.groupby(keys, sort=True):
+        ok = g[g["status"] == "ok"]
+        statuses = ", ".join(f"{s} {n}" for s, n in g["status"].value_counts().items())
+        out.append({**dict(zip(keys, key, strict=True)), "trials": statuses,
+                    "tokens+": _cell(ok["tokens_after_stop"]), "req+": _cell(ok["llm_requests_after_stop"]),
+                    "in flight": _cell(ok["effects_in_flight"]), "new": _cell(ok["effects_new"]),
+                    "leaked": _cell(ok["effects_leaked"]), "lie ms": _cell(ok["lie_ms"].round(1)),
+                    "threads": _cell(ok["threads_left"]), "orphans": _cell(ok["orphans"]),
+                    "resume ok": _ratio(ok["resume_ok"]), "dup": _cell(ok["resume_duplicate_effects"])})
+    return pd.DataFrame(out)
+
+
+def time_spread(df) -> Any:
+    """Time-anchored trials land at different points of the run: their spread is the point."""
+    import pandas as pd
+
+    tm = df[(df["offset_kind"] == "time") & (df["status"] == "ok")]
+    out = []
+    keys = ["adapter", "mode", "scenario", "offset"]
+    for key, g in tm.groupby(keys, sort=True):
+        out.append({**dict(zip(keys, key, strict=True)), "trials": len(g),
+                    "tokens+ min..max": f"{g['tokens_after_stop'].min():g}..{g['tokens_after_stop'].max():g}",
+                    "leaked min..max": f"{g['effects_leaked'].min():g}..{g['effects_leaked'].max():g}",
+                    "trigger ms p50": f"{g['trigger_delay_ms'].median():.2f}"})
+    return pd.DataFrame(out)
+
+
+def problems(df) -> Any:
+    bad = df[df["status"] != "ok"]
+    if bad.empty:
+        return bad
+    cols = ["adapter", "mode", "scenario", "offset", "tool_style", "rep", "status", "reason"]
+    return bad[cols].sort_values(cols[:6])
+
+
+def environments(df) -> Any:
+    import pandas as pd
+
+    out = []
+    for adapter, g in df.groupby("adapter"):
+        versions = g["versions"].iloc[-1] or {}
+        out.append({"adapter": adapter, "versions": ", ".join(f"{k} {v}" for k, v in versions.items()) or "-",
+                    "python": ", ".join(sorted(g["python"].astype(str).unique())),
+                    "platform": ", ".join(sorted(g["platform"].astype(str).unique())),
+                    "git": ", ".join(sorted(g["git_sha"].astype(str).str[:12].unique())),
+                    "rows": len(g)})
+    return pd.DataFrame(out)
+
+
+def _md(df) -> str:
+    if df is None or df.empty:
+        return "_none_\n"
+    return df.to_markdown(index=False) + "\n"
+
+
+def write_report(raw_dir: Path, to: Path) -> list[Path]:
+    df, bad = load(raw_dir)
+    to.mkdir(parents=True, exist_ok=True)
+    if df.empty:
+        text = "# stopbench results\n\nNo result rows yet: run `nox` (or `stopbench run`) first.\n"
+        text += _corrupt_md(bad)
+        (to / "README.md").write_text(text)
+        return [to / "README.md"]
+    sections = [
+        ("Summary: each stop button", summary(df)),
+        ("Event-anchored trials (deterministic: repetitions must agree)", by_offset(df)),
+        ("Time-anchored trials (spread)", time_spread(df)),
+        ("Trials that did not finish ok", problems(df)),
+        ("Measured on", environments(df)),
+    ]
+    md = ["# stopbench results\n", f"{len(df)} trials from `{raw_dir}/raw/`. Regenerate with `nox -s report`.\n",
+          "```\n" + RULES + "```\n"]
+    for title, table in sections:
+        md += [f"## {title}\n", _md(table)]
+    md.append(_corrupt_md(bad))
+    readme = to / "README.md"
+    readme.write_text("\n".join(md))
+    summary_csv = to / "summary.csv"
+    sections[0][1].to_csv(summary_csv, index=False)
+    rows_csv = to / "rows.csv"
+    flat = df.drop(columns=[c for c in ("versions", "effects_after_stop_by_kind") if c in df.columns])
+    flat.to_csv(rows_csv, index=False)
+    page = to / "index.html"
+    page.write_text(_html(sections, bad, len(df)))
+    return [readme, summary_csv, rows_csv, page]
+
+
+def _corrupt_md(bad: list[CorruptLine]) -> str:
+    if not bad:
+        return ""
+    lines = "\n".join(f"- `{b}`" for b in bad)
+    return f"## Unreadable result lines (skipped)\n\n{lines}\n"
+
+
+def _html(sections, bad: list[CorruptLine], n: int) -> str:
+    parts = ["<!doctype html><meta charset=utf-8><title>stopbench results</title>",
+             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse;"
+             "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}</style>",
+             f"<h1>stopbench results</h1><p>{n} trials.</p><pre>{html.escape(RULES)}</pre>"]
+    for title, table in sections:
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        parts.append(table.to_html(index=False, escape=True) if table is not None and not table.empty
+                     else "<p><i>none</i></p>")
+    if bad:
+        parts.append("<h2>Unreadable result lines</h2><ul>" +
+                     "".join(f"<li><code>{html.escape(str(b))}</code></li>" for b in bad) + "</ul>")
+    return "\n".join(parts)

@@ -1,0 +1,119 @@
+"""The commands as a user runs them: in a subprocess, with real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+
+from harness.results import raw_file
+from tests.test_trials import KA, assert_nothing_left
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def stopbench(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, **kw)
+
+
+def test_world_command_serves_and_exits_on_signals():
+    import openai
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "world"], cwd=ROOT, stdout=subprocess.PIPE,
+                                text=True)
+        try:
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            run = httpx.post(f"{url}/runs", json={"scenario": "q3_report"}).json()
+            client = openai.OpenAI(base_url=run["model_base_url"], api_key="x", max_retries=0)
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.tool_calls[0].function.name == "draft_document"
+            proc.send_signal(sig)
+            assert proc.wait(10) == 0
+        finally:
+            proc.kill()
+            proc.stdout.close()
+
+
+def test_list_shows_adapters_modes_and_scenarios():
+    r = stopbench("list")
+    assert r.returncode == 0, r.stderr
+    assert "reference" in r.stdout and "stop cancel" in r.stdout
+    for name in ("q3_report", "inbox_triage", "parallel_fanout", "long_answer"):
+        assert name in r.stdout
+
+
+def test_bad_arguments_exit_2_with_a_message():
+    r = stopbench("run", "--adapter", "nope")
+    assert r.returncode == 2 and "unknown adapter 'nope'" in r.stderr
+    r = stopbench("run", "--adapter", "reference", "--reps", "0")
+    assert r.returncode == 2 and "--reps" in r.stderr
+
+
+def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
+    args = ["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
+            "--reps", "6", "--out", str(tmp_path)]
+    out = raw_file(tmp_path, KA + "LeaksOneEmail")
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
+            time.sleep(0.05)
+        assert out.exists(), "no row appeared"
+        os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
+        assert proc.wait(30) == 130
+        assert "interrupted" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    time.sleep(0.2)
+    assert_nothing_left()
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if "harness.cli" in " ".join(p.info["cmdline"] or []) and "world" in (p.info["cmdline"] or [])]
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert 2 <= len(kept) < 6
+    r = stopbench(*args)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(kept)} already in" in r.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
+
+
+def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
+    r = stopbench("run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
+                  "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = raw_file(tmp_path, KA + "LeaksOneEmail")
+    with out.open("a") as f:
+        f.write("{not json\n")
+        f.write(json.dumps({"schema_version": 1}) + "\n")
+    r = stopbench("report", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    readme = (tmp_path / "README.md").read_text()
+    assert f"{out}:2" in readme and f"{out}:3" in readme
+    assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "index.html").exists()
+
+
+def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
+    r = stopbench("new-adapter", "my-framework", "--dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "my_framework" / "adapter.py").exists()
+    assert stopbench("new-adapter", "my-framework", "--dir", str(tmp_path)).returncode == 2
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "harness.testing.plugin", "--pyargs",
+                        "harness.testing", "--adapter", "my_framework.adapter:ADAPTER", "-p", "no:cacheprovider"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout
+    assert_nothing_left()
