@@ -43,6 +43,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs,
     )
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped by CI or nox: same as Ctrl-C
     try:
         run_matrix(adapter_cls, opts)
     except KeyboardInterrupt:
@@ -124,9 +127,7 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
 def cmd_test_adapter(args: argparse.Namespace) -> int:
     import pytest
 
-    # the plugin is loaded through its pytest11 entry point ("stopbench"); `-p harness.testing.plugin`
-    # on top of it made pytest refuse to start (the same module registered under two names)
-    return pytest.main(["-q", "--pyargs", "harness.testing",
+    return pytest.main(["-q", "-p", "harness.testing.plugin", "--pyargs", "harness.testing",
                         "--adapter", args.adapter, *args.pytest_args])
 
 

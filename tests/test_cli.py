@@ -14,6 +14,7 @@ import httpx
 import psutil
 
 from harness.results import raw_file
+from harness.world.client import OWNER_ENV
 from tests.test_trials import KA, assert_nothing_left
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,9 +79,9 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
             proc.kill()
         proc.stderr.close()
     time.sleep(0.2)
-    assert_nothing_left()
-    assert not [p for p in psutil.process_iter(["cmdline"])
-                if "harness.cli" in " ".join(p.info["cmdline"] or []) and "world" in (p.info["cmdline"] or [])]
+    kept_ids = [json.loads(line)["run_id"] for line in out.read_text().splitlines()]
+    assert_nothing_left(kept_ids)
+    assert not _worlds_of(proc.pid), "the run's world is still running"
     kept = [json.loads(line) for line in out.read_text().splitlines()]
     assert 2 <= len(kept) < 6
     r = stopbench(*args)
@@ -88,6 +89,17 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     assert f"{len(kept)} already in" in r.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
+
+
+def _worlds_of(runner_pid: int) -> list[int]:
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get(OWNER_ENV) == f"world:{runner_pid}":
+                found.append(p.pid)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
@@ -116,4 +128,3 @@ def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert " passed" in r.stdout
-    assert_nothing_left()

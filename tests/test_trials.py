@@ -25,15 +25,19 @@ def run(adapter: str, tmp_path: Path, **kw) -> list[dict]:
     kw.setdefault("deadlines", FAST)
     opts = RunOptions(adapter=adapter, out=tmp_path, **kw)
     rows = run_matrix(load_adapter(adapter), opts)
-    assert_nothing_left()
+    assert_nothing_left([r["run_id"] for r in rows])
     return rows
 
 
-def assert_nothing_left() -> None:
+def assert_nothing_left(run_ids: list[str]) -> None:
+    """No process of these runs (marked by env, or an MCP server pointed at one of them) is alive."""
+    ids = set(run_ids)
     left = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         try:
-            if p.environ().get(OWNER_ENV, "").startswith("run:"):
+            marker = p.environ().get(OWNER_ENV, "")
+            cmd = " ".join(p.info["cmdline"] or [])
+            if marker.removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
                 left.append(p.info)
         except psutil.Error:
             continue

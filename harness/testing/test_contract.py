@@ -62,11 +62,13 @@ def test_resume_works_or_is_declared_absent(contract_adapter, contract_rows):
 
 
 def test_leaves_nothing_running(contract_rows):
+    ids = {r["run_id"] for r in contract_rows.values()}
     left = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         try:
-            if p.environ().get(OWNER_ENV, "").startswith("run:"):
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.environ().get(OWNER_ENV, "").removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
                 left.append(p.info)
         except psutil.Error:
             continue
-    assert not left
+    assert not left, f"processes of the contract trials still running: {left}"

@@ -39,6 +39,7 @@ class WorldProcess:
             [sys.executable, "-m", "harness.cli", "world", "--port", str(self.port),
              "--scenarios", str(self.scenarios_dir)],
             stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True,
+            start_new_session=True,  # a terminal's Ctrl-C goes to the runner, which then ends the world in order
         )
         line = self.proc.stdout.readline().strip() if self.proc.stdout else ""
         if not line.startswith("http://"):

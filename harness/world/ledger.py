@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,9 +96,11 @@ class World:
         self.runs: dict[str, Run] = {}
         self.unattributed: list[dict[str, Any]] = []
         self._seq = itertools.count(1)
+        # unique across worlds: run ids mark processes (for reaping), and two worlds may run at once
+        self._prefix = secrets.token_hex(3)
 
     def new_run_id(self) -> str:
-        return f"r{next(self._seq):05d}"
+        return f"r{self._prefix}-{next(self._seq):05d}"
 
     def record_unattributed(self, method: str, path: str, reason: str) -> None:
         self.unattributed.append({"t": time.monotonic_ns(), "method": method, "path": path, "reason": reason})
