@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--offset", action="append", help="offset (repeatable; default: the scenario's own)")
     r.add_argument("--tools", action="append", choices=["sync", "async", "mcp"],
                    help="tool style (repeatable; default: every style the adapter supports)")
-    r.add_argument("--mitigation", action="append", help="none (default)")
+    r.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
+                   help="harness-side mitigation (repeatable; default: none)")
     r.add_argument("--reps", type=int, default=1)
     r.add_argument("--jobs", type=int, default=1, help="trials side by side")
     r.add_argument("--out", default="results")

@@ -83,7 +83,9 @@ def compute(events: list[dict[str, Any]], scenario: Scenario, offset: Offset) ->
     if t_returned is None:
         row["lie_ms"] = None
     else:
-        late = [e["t"] for e in events if e["event"] in ACTIVITY_EVENTS and e["event"] != "process_registered"
+        # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
+        late = [e["t"] for e in events if e["event"] in ACTIVITY_EVENTS
+                and e["event"] not in ("process_registered", "compensation")
                 and t_returned < e["t"] < end_stop_phase]
         row["lie_ms"] = _ms(t_returned, max(late)) if late else 0.0
 

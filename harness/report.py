@@ -109,6 +109,58 @@ def time_spread(df) -> Any:
     return pd.DataFrame(out)
 
 
+def capability(df) -> Any:
+    """The article's capability table, measured: one line per adapter x stop mode (mitigation none)."""
+    import pandas as pd
+
+    from harness.claims import cancel_tax, capability_row
+
+    base = df[df["mitigation"] == "none"]
+    out = []
+    for (adapter, mode), g in base.groupby(["adapter", "mode"], sort=True):
+        ok = g[g["status"] == "ok"]
+        out.append({"adapter": adapter, "mode": mode, "N": len(g), **capability_row(g),
+                    "tokens+": _cell(ok["tokens_after_stop"]), "leaked": _cell(ok["effects_leaked"]),
+                    "lie ms": _cell(ok["lie_ms"].round(1)), "tax $": _cell(cancel_tax(ok).round(5))})
+    return pd.DataFrame(out)
+
+
+def claims_table(df) -> Any:
+    import pandas as pd
+
+    from harness.claims import judge, load_claims
+
+    out = []
+    for claim in load_claims():
+        verdict, evidence = judge(claim, df)
+        out.append({"claim": claim["claim"], "verdict": verdict, "decided by": evidence})
+    return pd.DataFrame(out)
+
+
+def mitigations(df) -> Any:
+    """How much each mitigation recovers, on the cells measured with more than one mitigation."""
+    import pandas as pd
+
+    from harness.claims import cancel_tax
+
+    ok = df[df["status"] == "ok"]
+    keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
+    multi = ok.groupby(keys)["mitigation"].nunique()
+    cells = multi[multi > 1].index
+    if len(cells) == 0:
+        return pd.DataFrame()
+    sub = ok.set_index(keys).loc[cells].reset_index()
+    sub = sub.assign(tax=cancel_tax(sub))
+    out = []
+    for (adapter, mitigation), g in sub.groupby(["adapter", "mitigation"], sort=True):
+        out.append({"adapter": adapter, "mitigation": mitigation, "trials": len(g),
+                    "leaked (sum)": int(g["effects_leaked"].sum()),
+                    "compensated (sum)": int(g["effects_compensated"].sum()),
+                    "resume dup (sum)": int(g["resume_duplicate_effects"].sum()),
+                    "resume ok": _ratio(g["resume_ok"]), "tax $ (sum)": round(float(g["tax"].sum()), 4)})
+    return pd.DataFrame(out)
+
+
 def problems(df) -> Any:
     bad = df[df["status"] != "ok"]
     if bad.empty:
@@ -145,8 +197,14 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         text += _corrupt_md(bad)
         (to / "README.md").write_text(text)
         return [to / "README.md"]
+    from harness.claims import CAPABILITY_RULES
+
+    plots = write_plots(df, to)
     sections = [
+        ("Capability table, measured", capability(df)),
+        ("The article's claims, checked", claims_table(df)),
         ("Summary: each stop button", summary(df)),
+        ("Mitigations: what the harness-side saga and idempotency keys recover", mitigations(df)),
         ("Event-anchored trials (deterministic: repetitions must agree)", by_offset(df)),
         ("Time-anchored trials (spread)", time_spread(df)),
         ("Trials that did not finish ok", problems(df)),
@@ -156,6 +214,10 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
           "```\n" + RULES + "```\n"]
     for title, table in sections:
         md += [f"## {title}\n", _md(table)]
+        if title.startswith("Capability"):
+            md.append("```\n" + CAPABILITY_RULES + "```\n")
+    md.append("## Plots\n")
+    md += [f"![{p.stem}]({p.name})\n" for p in plots]
     md.append(_corrupt_md(bad))
     readme = to / "README.md"
     readme.write_text("\n".join(md))
@@ -165,8 +227,8 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     flat = df.drop(columns=[c for c in ("versions", "effects_after_stop_by_kind") if c in df.columns])
     flat.to_csv(rows_csv, index=False)
     page = to / "index.html"
-    page.write_text(_html(sections, bad, len(df)))
-    return [readme, summary_csv, rows_csv, page]
+    page.write_text(_html(sections, bad, len(df), plots))
+    return [readme, summary_csv, rows_csv, page, *plots]
 
 
 def _corrupt_md(bad: list[CorruptLine]) -> str:
@@ -176,7 +238,7 @@ def _corrupt_md(bad: list[CorruptLine]) -> str:
     return f"## Unreadable result lines (skipped)\n\n{lines}\n"
 
 
-def _html(sections, bad: list[CorruptLine], n: int) -> str:
+def _html(sections, bad: list[CorruptLine], n: int, plots: list[Path]) -> str:
     parts = ["<!doctype html><meta charset=utf-8><title>stopbench results</title>",
              "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse;"
              "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}</style>",
@@ -185,7 +247,76 @@ def _html(sections, bad: list[CorruptLine], n: int) -> str:
         parts.append(f"<h2>{html.escape(title)}</h2>")
         parts.append(table.to_html(index=False, escape=True) if table is not None and not table.empty
                      else "<p><i>none</i></p>")
+    parts += [f'<h2>{html.escape(p.stem)}</h2><img src="{p.name}" style="max-width:100%">' for p in plots]
     if bad:
         parts.append("<h2>Unreadable result lines</h2><ul>" +
                      "".join(f"<li><code>{html.escape(str(b))}</code></li>" for b in bad) + "</ul>")
     return "\n".join(parts)
+
+
+def write_plots(df, to: Path) -> list[Path]:
+    """PNG plots, readable without the text: titles, units, legends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = df[(df["status"] == "ok") & (df["mitigation"] == "none")].copy()
+    if ok.empty:
+        return []
+    ok["who"] = ok["adapter"] + " / " + ok["mode"]
+    ok["where"] = ok["scenario"] + "\n" + ok["offset"]
+    written = []
+
+    # 1. tokens after stop by offset, one line per framework x mode
+    med = ok.groupby(["who", "where"])["tokens_after_stop"].median().unstack("where")
+    fig, ax = plt.subplots(figsize=(max(8, 0.6 * med.shape[1] + 4), 5))
+    for who, row in med.iterrows():
+        ax.plot(range(len(row)), row.values, marker="o", label=who)
+    ax.set_xticks(range(med.shape[1]), med.columns, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("tokens generated after stop (median, log scale)")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title("Tokens spent after the stop, by scenario and offset")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    written.append(_save(fig, to / "tokens_after_stop.png"))
+
+    # 2. effects leaked heatmap: framework x mode against event anchors
+    ev = ok[ok["offset_kind"] == "event"]
+    if not ev.empty:
+        heat = ev.groupby(["who", "where"])["effects_leaked"].median().unstack("where")
+        fig, ax = plt.subplots(figsize=(max(8, 0.55 * heat.shape[1] + 4), max(3, 0.35 * heat.shape[0] + 2)))
+        top = max(1.0, float(__import__("numpy").nanmax(heat.values)))
+        im = ax.imshow(heat.values, aspect="auto", cmap="Reds", vmin=0, vmax=top)
+        ax.set_xticks(range(heat.shape[1]), heat.columns, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(heat.shape[0]), heat.index, fontsize=8)
+        for (i, j), v in __import__("numpy").ndenumerate(heat.values):
+            if v == v:  # not NaN
+                ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=7)
+        fig.colorbar(im, ax=ax, label="effects leaked (median)")
+        ax.set_title("Side effects that landed after the stop and were never undone (event anchors)")
+        fig.tight_layout()
+        written.append(_save(fig, to / "effects_leaked.png"))
+
+    # 3. lie_ms distributions
+    groups = [(who, g["lie_ms"].dropna().values) for who, g in ok.groupby("who")]
+    groups = [(w, v) for w, v in groups if len(v)]
+    if groups:
+        fig, ax = plt.subplots(figsize=(8, max(3, 0.4 * len(groups) + 1.5)))
+        ax.boxplot([v for _, v in groups], orientation="horizontal", tick_labels=[w for w, _ in groups])
+        ax.set_xscale("symlog")
+        ax.set_xlabel("lie_ms: from stop() returning to the run's last action (ms)")
+        ax.set_title("How long the stop button lies")
+        fig.tight_layout()
+        written.append(_save(fig, to / "lie_ms.png"))
+    return written
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.adapter import Adapter, AdapterError
+from harness.mitigation import MITIGATIONS
 from harness.results import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
 from harness.subject import Deadlines
 from harness.trial import RunningTrial, TrialSpec, warm_up
 from harness.world.client import WorldClient, WorldProcess
-
-MITIGATIONS = ("none",)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -18,8 +19,9 @@ from typing import Any
 
 import httpx
 
-from harness import audit
+from harness import audit, mitigation
 from harness.adapter import Adapter, NoResume, TrialContext
+from harness.mitigation import bump_generations
 from harness.scenario import Offset, Scenario, parse_offset
 from harness.tools import Toolbox
 from harness.world.client import OWNER_ENV
@@ -56,6 +58,7 @@ class SubjectSpec:
     settle_window_ms: float
     deadlines: Deadlines = field(default_factory=Deadlines)
     model_name: str = "scripted-model"
+    mitigation: str = "none"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -78,6 +81,14 @@ class Subject:
         self.own_tasks: set[asyncio.Task] = set()
         self.http: httpx.AsyncClient | None = None
         self.baseline: dict[str, Any] = {}
+        self.t_called: int | None = None
+        saga, idempotent = mitigation.parse(spec.mitigation)
+        workdir = Path(spec.workdir)
+        self.saga = mitigation.SagaLog(workdir) if saga else None
+        self.compensated: set[str] = set()
+        self.toolbox = Toolbox(spec.services_base_url,
+                               key_policy=mitigation.KeyPolicy(spec.run_id, workdir) if idempotent else None,
+                               on_result=self.saga.record if self.saga else None)
 
     # --- plumbing --------------------------------------------------------------------------------
 
@@ -175,7 +186,7 @@ class Subject:
             await self._close(adapter)
             return
 
-        t_called = time.monotonic_ns()
+        t_called = self.t_called = time.monotonic_ns()
         stopping = self.own(adapter.stop(spec.mode))  # pressed first; the mark is posted while it runs
         called_mark = self.own(self._mark_after_yield("stop_called", t_called, anchor_info))
         in_time, err = await self.bounded("stop", stopping, spec.deadlines.stop)
@@ -200,7 +211,10 @@ class Subject:
             await self._job_ended(job, job_end)
 
         # --- settle, audit, resume --------------------------------------------------------------
+        await self._saga("saga")
         await self._settle("settle")
+        if await self._saga("saga_late"):
+            await self._settle("settle_saga")
         await self.audit("after_stop")
         if job.done():
             await self._resume(adapter)
@@ -234,6 +248,21 @@ class Subject:
         await _children_settle(self.spec.deadlines.grace / 3)
         await self.audit("after_close")
 
+    async def _saga(self, step: str) -> int:
+        """The saga mitigation: compensate, newest first, what committed after the stop and is not yet undone."""
+        if not self.saga or self.t_called is None:
+            return 0
+        late = [e for e in self.saga.entries()
+                if e["committed_ns"] > self.t_called and e["effect_id"] not in self.compensated]
+        for entry in reversed(late):
+            self.step(step, self.spec.deadlines.settle)
+            await self.toolbox.acompensate(entry["kind"], entry["effect_id"])
+            self.compensated.add(entry["effect_id"])
+        if late:
+            bump_generations(Path(self.spec.workdir), [e["logical"] for e in late])
+            await self.mark(step, compensated=[e["effect_id"] for e in reversed(late)])
+        return len(late)
+
     async def _settle(self, step: str) -> None:
         self.step(step, self.spec.deadlines.settle)
         r = await self.http.get(f"{self.run_url}/quiet", timeout=self.spec.deadlines.settle + 10, params={
@@ -265,14 +294,13 @@ class Subject:
 
     def _context(self) -> TrialContext:
         spec = self.spec
-        mcp_command = ["python", "-m", "harness.world.mcp_server", "--run-url", spec.services_base_url]
-        import sys
-
-        mcp_command[0] = sys.executable
+        mcp_command = [sys.executable, "-m", "harness.world.mcp_server", "--run-url", spec.services_base_url]
+        if spec.mitigation != "none":
+            mcp_command += ["--mitigation", spec.mitigation, "--workdir", spec.workdir, "--run-id", spec.run_id]
         return TrialContext(
             run_id=spec.run_id, scenario=self.scenario, model_base_url=spec.model_base_url,
             services_base_url=spec.services_base_url, model_name=spec.model_name, tool_style=spec.tool_style,
-            tools=Toolbox(spec.services_base_url), mcp_command=mcp_command, workdir=Path(spec.workdir),
+            tools=self.toolbox, mcp_command=mcp_command, workdir=Path(spec.workdir),
             seed=spec.seed, env={OWNER_ENV: f"run:{spec.run_id}"}, mode=spec.mode,
         )
 

@@ -97,6 +97,7 @@ class RunningTrial:
             world_url=world.url, run_id=self.run_id, model_base_url=run["model_base_url"],
             services_base_url=run["services_base_url"], workdir=str(self.workdir), seed=spec.seed,
             settle_window_ms=settle_window_ms(scenario) if settle_ms is None else settle_ms, deadlines=deadlines,
+            mitigation=spec.mitigation,
         )
         self._buf = b""
         read_fd, write_fd = os.pipe()

@@ -115,6 +115,9 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
     readme = (tmp_path / "README.md").read_text()
     assert f"{out}:2" in readme and f"{out}:3" in readme
     assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "index.html").exists()
+    assert "## Capability table, measured" in readme and "can abort      = yes if" in readme
+    assert "Saga compensation closes the leak" in readme
+    assert (tmp_path / "tokens_after_stop.png").stat().st_size > 1000
 
 
 def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):

@@ -168,3 +168,19 @@ def test_unknown_mode_offset_and_scenario_are_clear_errors(capsys, tmp_path):
     assert "soon" in capsys.readouterr().err
     assert main(["run", "--adapter", "reference", "--scenario", "nope", "--out", str(tmp_path)]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_saga_compensates_the_late_email(tmp_path):
+    (row,) = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms"], mitigations=["saga"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_compensated"], row["effects_leaked"]) == (1, 1, 0)
+    assert row["mitigation"] == "saga"
+
+
+def test_idempotency_keys_stop_the_repeat(tmp_path):
+    rows = run(KA + "ResumeRepeatsEffect", tmp_path, offsets=["at:400ms"], mitigations=["none", "idempotent"])
+    by = {r["mitigation"]: r for r in rows}
+    assert by["none"]["resume_duplicate_effects"] == 1
+    assert by["idempotent"]["resume_duplicate_effects"] == 0
+    assert by["idempotent"]["effect_duplicate_attempts"] == 1  # the repeat reached the world and was refused
+    assert by["idempotent"]["effects_committed_total"] == 1

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 import httpx
 
+from harness import mitigation as mitigations
 from harness.tools import Toolbox
 
 
@@ -26,9 +28,12 @@ def _server_class():
         return FastMCP
 
 
-def build_server(run_url: str):
+def build_server(run_url: str, mitigation: str = "none", workdir: str | None = None, run_id: str = ""):
     server = _server_class()("stopbench-world", log_level="WARNING")
-    toolbox = Toolbox(run_url)
+    saga, idempotent = mitigations.parse(mitigation)
+    folder = Path(workdir or ".")
+    toolbox = Toolbox(run_url, key_policy=mitigations.KeyPolicy(run_id, folder) if idempotent else None,
+                      on_result=mitigations.SagaLog(folder).record if saga else None)
     for name, fn in toolbox.async_.items():
         server.tool(name=name, description=fn.__doc__)(fn)
     return server
@@ -37,11 +42,14 @@ def build_server(run_url: str):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m harness.world.mcp_server")
     parser.add_argument("--run-url", required=True, help="the run's services base URL")
+    parser.add_argument("--mitigation", default="none", choices=mitigations.MITIGATIONS)
+    parser.add_argument("--workdir", help="the trial folder (saga log and key generations live there)")
+    parser.add_argument("--run-id", default="")
     args = parser.parse_args(argv)
     run_url = args.run_url.rstrip("/")
     httpx.post(f"{run_url}/processes", json={"pid": os.getpid(), "role": "mcp_server"},
                timeout=10, verify=False).raise_for_status()
-    build_server(run_url).run("stdio")
+    build_server(run_url, args.mitigation, args.workdir, args.run_id).run("stdio")
 
 
 if __name__ == "__main__":
