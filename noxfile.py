@@ -39,6 +39,7 @@ def tests(session: nox.Session, suite: str) -> None:
     if suite == "core":
         install_adapter(session, "reference", "test", "report", "dev")
         session.run("ruff", "check", ".")
+        session.run("actionlint", ".github/workflows/stopbench.yml")
         session.run("pytest", "-q", *session.posargs)
         return
     install_adapter(session, suite, "test")
