@@ -418,8 +418,10 @@ def test_bad_input_never_kills_the_world(world):
 class ControlListener:
     """Reads a run's control stream in a thread; `opened` once connected, `stops` gets each stop push."""
 
-    def __init__(self, run: dict[str, Any]):
+    def __init__(self, run: dict[str, Any], press_stop: bool = True):
         self.url = f"{run['services_base_url']}/control"
+        self.marks_url = f"{run['services_base_url']}/marks"
+        self.press_stop = press_stop  # post stop_called on the push, as a trial does
         self.opened = threading.Event()
         self.stopped = threading.Event()
         self.stops: list[dict[str, Any]] = []
@@ -445,6 +447,8 @@ class ControlListener:
                     event = line[7:]
                 elif line.startswith("data: ") and event == "stop":
                     self.stops.append({**json.loads(line[6:]), "received_ns": time.monotonic_ns()})
+                    if self.press_stop:
+                        httpx.post(self.marks_url, json={"name": "stop_called", "t": time.monotonic_ns()})
                     self.stopped.set()
                     return
 
@@ -463,13 +467,25 @@ def test_anchor_on_token_pushes_stop(world_client):
     assert ctl.stops == [{"event": "stop", "anchor": "on:token:5", "t": evs[fired[0]]["t"],
                           "received_ns": ctl.stops[0]["received_ns"]}]
     assert ctl.stops[0]["received_ns"] > evs[fired[0]]["t"]
+    # the world froze after the anchored token until the stop was pressed; generation then went on
+    released = next(j for j, e in enumerate(evs) if e["event"] == "anchor_released")
+    stop = next(j for j, e in enumerate(evs) if e["event"] == "mark" and e["name"] == "stop_called")
+    assert [e["event"] for e in evs[fired[0] + 1:released]] in (["mark"], [])
+    assert stop < released and evs[released].get("timeout") is None
+    assert [e["i"] for e in evs if e["event"] == "token"] == list(range(20))
 
 
 def test_late_listener_gets_stop_at_once(world_client):
     run = world_client.create_run(inline(text_tokens=3), stop_anchor="on:llm_request:1")
-    client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
+    request = threading.Thread(target=lambda: client_for(run).chat.completions.create(
+        model="scripted", messages=chat_messages(0)))
+    request.start()  # held by the world at the anchor until the (late) trial presses stop
+    while not events(world_client, run["run_id"], "anchor_fired"):
+        time.sleep(0.01)
     with ControlListener(run) as ctl:
         assert ctl.stopped.wait(5)
+    request.join(5)
+    assert not request.is_alive()
     assert ctl.stops[0]["late_listener"] is True and ctl.stops[0]["anchor"] == "on:llm_request:1"
 
 
@@ -491,7 +507,7 @@ def test_anchor_on_nth_llm_request(world_client):
 def test_anchor_on_effect_received_holds_commit_until_stop_called(world_client):
     run = world_client.create_run(inline(latency={"email": 20}), stop_anchor="on:effect_received:email")
     answers: list[dict] = []
-    with ControlListener(run) as ctl:
+    with ControlListener(run, press_stop=False) as ctl:
         sender = threading.Thread(target=lambda: answers.append(
             post(f"{run['services_base_url']}/email/send", EMAIL).json()))
         sender.start()
@@ -504,7 +520,7 @@ def test_anchor_on_effect_received_holds_commit_until_stop_called(world_client):
     assert answers and answers[0]["status"] == "committed"
     evs = world_client.ledger(run["run_id"])["events"]
     names = [e["event"] for e in evs]
-    assert names == ["run_created", "effect_received", "anchor_fired", "mark", "effect_released", "effect_committed"]
+    assert names == ["run_created", "effect_received", "anchor_fired", "mark", "anchor_released", "effect_committed"]
     mark, released, committed = evs[3], evs[4], evs[5]
     assert mark["name"] == "stop_called" and mark["t"] == stop_t
     assert released.get("timeout") is None

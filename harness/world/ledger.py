@@ -66,15 +66,30 @@ class Run:
             self.stop_called.set()
         return entry
 
-    def count(self, event: str, kind: str | None = None) -> int:
-        """Count an anchorable event and fire the stop anchor when it is the N-th one."""
+    def count(self, event: str, kind: str | None = None) -> bool:
+        """Count an anchorable event; fire the stop anchor when it is the N-th one. True if it fired now."""
         key = f"{event}:{kind}" if kind else event
         n = self.counters.get(key, 0) + 1
         self.counters[key] = n
         anchor = self.anchor
         if anchor is not None and not self.anchor_fired and anchor.matches(event, kind, n):
             self.fire_anchor()
-        return n
+            return True
+        return False
+
+    async def hold_for_stop(self, what: str) -> None:
+        """Freeze this part of the world at the anchor until the trial has pressed stop (bounded).
+
+        The agent cannot race the stop: whatever it does next, it does after stop_called. Event
+        anchors are deterministic because of this, not by luck of scheduling.
+        """
+        if self.stop_called.is_set():
+            return
+        try:
+            await asyncio.wait_for(self.stop_called.wait(), HOLD_TIMEOUT_S)
+            self.record("anchor_released", what=what)
+        except TimeoutError:
+            self.record("anchor_released", what=what, timeout=True)
 
     def fire_anchor(self) -> None:
         self.anchor_fired = True
@@ -82,10 +97,6 @@ class Run:
         for q in self.control_queues:
             q.put_nowait({"event": "stop", "anchor": entry["anchor"], "t": entry["t"]})
 
-    def holds_for_stop(self, kind: str, n: int) -> bool:
-        """True when this effect is the anchored in-flight one: its commit waits for stop_called."""
-        a = self.anchor
-        return a is not None and a.event == "effect_received" and a.kind == kind and a.n == n
 
 
 class World:

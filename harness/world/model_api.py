@@ -110,9 +110,10 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
         if conn is not None and conn.disconnected:
             return sent, False
         run.record("token", req=req, i=i)
-        run.count("token")
         sent += 1
         await emit(i, piece)
+        if run.count("token"):  # the next token waits for the stop: counts after it are the client's doing
+            await run.hold_for_stop(f"token after req {req}")
     return sent, True
 
 
@@ -120,21 +121,23 @@ def prompt_tokens(raw: bytes) -> int:
     return max(1, len(raw) // 4)
 
 
-def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> tuple[int, Answer, bool]:
+def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> tuple[int, Answer, bool, bool]:
     req = run.next_id()
     results = count_tool_results(api, body, run)
     turn = run.scenario.turn_for(results)
     stream = bool(body.get("stream"))
     run.record("llm_request", req=req, api=api, stream=stream, turn=turn, tool_results=results,
                prompt_tokens=prompt_tokens(raw))
-    run.count("llm_request")
-    return req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream
+    anchored = run.count("llm_request")
+    return req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream, anchored
 
 
 # ----- Chat Completions -----------------------------------------------------------------------------
 
 async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
-    req, answer, stream = new_request(run, "chat", body, raw)
+    req, answer, stream, anchored = new_request(run, "chat", body, raw)
+    if anchored:
+        await run.hold_for_stop(f"req {req}")
     model = str(body.get("model", "scripted"))
     cid = f"chatcmpl-{run.run_id}-{req}"
     created = int(time.time())
@@ -233,7 +236,9 @@ def _response_object(run: Run, req: int, body: dict[str, Any], status: str, outp
 
 
 async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
-    req, answer, stream = new_request(run, "responses", body, raw)
+    req, answer, stream, anchored = new_request(run, "responses", body, raw)
+    if anchored:
+        await run.hold_for_stop(f"req {req}")
     run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
     ptoks = prompt_tokens(raw)
     items = _output_items(run, req, answer)

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.tools import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS
 from harness.world.asgi import Connection
-from harness.world.ledger import HOLD_TIMEOUT_S, Effect, Run
+from harness.world.ledger import Effect, Run
 
 # service path ("email/send") -> tool name
 EFFECT_PATHS = {TOOL_SPECS[t][0]: t for t in TOOL_KIND}
@@ -57,7 +57,7 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     effect_id = f"{kind}_{n}"
     received = run.record("effect_received", kind=kind, effect_id=effect_id, idempotency_key=key,
                           logical=logical_key(kind, arguments), n=n)
-    run.count("effect_received", kind)  # after the record, as for every anchor: anchor_fired follows its event
+    anchored = run.count("effect_received", kind)  # after the record: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])
     run.effects[effect_id] = eff
@@ -65,18 +65,14 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
         run.by_key[key] = eff
     run.open_requests += 1
     # The commit runs on its own: a client that leaves does not stop the mail going out.
-    asyncio.get_running_loop().create_task(_commit(run, eff, n, conn))
+    asyncio.get_running_loop().create_task(_commit(run, eff, anchored, conn))
     return await asyncio.shield(fut)
 
 
-async def _commit(run: Run, eff: Effect, n: int, conn: Connection) -> None:
+async def _commit(run: Run, eff: Effect, anchored: bool, conn: Connection) -> None:
     try:
-        if run.holds_for_stop(eff.kind, n):
-            try:
-                await asyncio.wait_for(run.stop_called.wait(), HOLD_TIMEOUT_S)
-                run.record("effect_released", effect_id=eff.effect_id)
-            except TimeoutError:
-                run.record("effect_released", effect_id=eff.effect_id, timeout=True)
+        if anchored:  # "stop while the email is in flight": the commit waits for the stop
+            await run.hold_for_stop(eff.effect_id)
         await _sleep_ms(run.scenario.latency_ms[eff.kind])
         if conn.disconnected and not run.scenario.commit_on_disconnect:
             run.record("effect_aborted", kind=eff.kind, effect_id=eff.effect_id)
@@ -84,7 +80,8 @@ async def _commit(run: Run, eff: Effect, n: int, conn: Connection) -> None:
             return
         entry = run.record("effect_committed", kind=eff.kind, effect_id=eff.effect_id, logical=eff.logical,
                            client_gone=conn.disconnected)
-        run.count("effect_committed", eff.kind)
+        if run.count("effect_committed", eff.kind):  # the agent hears of the commit only after the stop
+            await run.hold_for_stop(eff.effect_id)
         eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "committed",
                                   "committed_ns": entry["t"]})
     finally:
