@@ -21,6 +21,8 @@ ROOT = Path(__file__).parent
 ADAPTERS = sorted(p.parent.name.replace("_", "-") for p in (ROOT / "adapters").glob("*/adapter.py"))
 RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
+# Two trials side by side: measured to give the same counts as one at a time (timings are noisier)
+JOBS = os.environ.get("STOPBENCH_JOBS", "2")
 
 
 def install_adapter(session: nox.Session, adapter: str, *extras: str) -> None:
@@ -51,13 +53,14 @@ def tests(session: nox.Session, suite: str) -> None:
 def bench(session: nox.Session, adapter: str) -> None:
     """Every stop mode x scenario x offset x tool style x repetition for one adapter."""
     install_adapter(session, adapter)
-    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--out", RESULTS, *session.posargs)
+    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
+                *session.posargs)
 
 
 @nox.session
 def report(session: nox.Session) -> None:
     """Tables and plots from results/raw/ into results/README.md, CSV and HTML."""
-    session.install("-e", ".[report]")
+    install_adapter(session, "reference", "report")  # the reference pins cover pandas and matplotlib too
     session.run("stopbench", "report", RESULTS)
 
 

@@ -47,10 +47,16 @@ class TrialSpec:
 
 
 def settle_window_ms(scenario: Scenario) -> float:
-    """Quiet long enough that a leaked tool call or a paced token would have shown up."""
+    """How long nothing may happen before the run counts as settled.
+
+    A request in progress keeps the run from being quiet on its own (the world counts open requests),
+    so the window only has to cover the gap between one action of an agent that runs on and its next
+    (a tool result and the next model call, a response and the next tool call): the slowest service
+    or first token, plus 100 ms for the framework's own bookkeeping.
+    """
     slowest = max([*scenario.latency_ms.values(), scenario.ttft_ms,
                    1000 / scenario.tokens_per_s if scenario.tokens_per_s else 0])
-    return max(250.0, 2 * slowest + 50)
+    return max(200.0, slowest + 100)
 
 
 def warm_up(world_url: str) -> None:
