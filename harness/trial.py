@@ -218,6 +218,20 @@ class RunningTrial:
         reap_run(self.run_id, events, self.pid)
 
 
+def processes_of_runs(run_ids: set[str] | list[str]) -> list[dict[str, Any]]:
+    """Live processes of these runs: marked by the env, or an MCP server pointed at one of them."""
+    ids = set(run_ids)
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.environ().get(OWNER_ENV, "").removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
+                found.append(p.info)
+        except psutil.Error:
+            continue
+    return found
+
+
 def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int) -> list[dict[str, Any]]:
     """Kill every process of the run still alive; say which, and how much memory each held."""
     candidates: dict[int, str] = {}

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 
 from harness.adapter import load_adapter
 from harness.results import raw_file, read_rows
 from harness.runner import RunOptions, run_matrix
 from harness.subject import Deadlines
-from harness.world.client import OWNER_ENV
+from harness.trial import processes_of_runs
 
 KA = "tests.known_answer.adapters:"
 FAST = Deadlines(start=5, trigger=5, stop=1.5, wait=2, settle=5, resume=5, close=2, grace=1)
@@ -30,17 +29,7 @@ def run(adapter: str, tmp_path: Path, **kw) -> list[dict]:
 
 
 def assert_nothing_left(run_ids: list[str]) -> None:
-    """No process of these runs (marked by env, or an MCP server pointed at one of them) is alive."""
-    ids = set(run_ids)
-    left = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            marker = p.environ().get(OWNER_ENV, "")
-            cmd = " ".join(p.info["cmdline"] or [])
-            if marker.removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
-                left.append(p.info)
-        except psutil.Error:
-            continue
+    left = processes_of_runs(run_ids)
     assert not left, f"processes of trials still running: {left}"
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 
 from harness.adapter import TOOL_STYLES, Adapter, load_adapter
 from harness.runner import RunOptions, run_matrix
-from harness.world.client import OWNER_ENV
+from harness.trial import processes_of_runs
 
 SCENARIO = "q3_report"
 OFFSET = "on:llm_request:2"  # mid-run: after the first tool call, before the email
@@ -65,13 +64,5 @@ def test_resume_works_or_is_declared_absent(contract_adapter, contract_rows):
 
 
 def test_leaves_nothing_running(contract_rows):
-    ids = {r["run_id"] for r in contract_rows.values()}
-    left = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            cmd = " ".join(p.info["cmdline"] or [])
-            if p.environ().get(OWNER_ENV, "").removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
-                left.append(p.info)
-        except psutil.Error:
-            continue
+    left = processes_of_runs({r["run_id"] for r in contract_rows.values()})
     assert not left, f"processes of the contract trials still running: {left}"
