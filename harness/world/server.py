@@ -26,8 +26,10 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
     app = WorldApp(scenarios_dir, url)
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
+    # timeout_keep_alive: uvicorn's default (5 s) equals the stop/wait deadlines, so the subject's own mark
+    # after a 5 s hang raced the world closing its idle connection (httpx.ReadError, a crashed subject)
     config = uvicorn.Config(app, log_level="warning", access_log=False, loop=loop, http=http,
-                            timeout_graceful_shutdown=1, lifespan="on")
+                            timeout_graceful_shutdown=1, lifespan="on", timeout_keep_alive=600)
     server = uvicorn.Server(config)
     print(url, flush=True)
     asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server, sock)

@@ -1,0 +1,192 @@
+"""LangGraph: the documented tool-calling graph (model node + ToolNode, tools_condition) with a SQLite
+checkpointer and a thread id, streamed the way a chat UI streams it, and four stop buttons.
+
+- cancel:     cancel the asyncio task that runs `graph.astream(...)`.
+- drain:      `RunControl.request_drain()` (langgraph.runtime), passed as `astream(..., control=...)`;
+              the run ends with `GraphDrained` at the next superstep boundary.
+- breakpoint: the graph is compiled with `interrupt_before=["tools"]`; like a UI, the adapter resumes
+              with `astream(None, config)` at each breakpoint until stop is pressed, then it does not.
+- break_sync: a sync web handler: `for chunk in graph.stream(...)` in a worker thread, left with
+              `break` when the stop flag is set (checked between chunks).
+Resume: `astream(None, config)` from the AsyncSqliteSaver (sync `stream(None, config)` from the
+SqliteSaver for break_sync), in breakpoint mode resumed again at every breakpoint, until the graph ends;
+the input again if the stop came before the thread's first checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from harness.adapter import Adapter, TrialContext
+
+MODEL_NODE, TOOL_NODE = "agent", "tools"
+STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress
+
+
+class LangGraphAdapter(Adapter):
+    name = "langgraph"
+    stop_modes = {
+        "cancel": "cancel the asyncio task running graph.astream(...)",
+        "drain": "RunControl.request_drain() passed as astream(control=...); ends with GraphDrained between steps",
+        "breakpoint": "compile(interrupt_before=['tools']); resume with astream(None, config) at each breakpoint "
+                      "until stop, then do not resume",
+        "break_sync": "break out of the sync graph.stream(...) loop (worker thread, flag checked between chunks)",
+    }
+    resume_primitive = ("astream(None, config) from AsyncSqliteSaver (sync stream(None, config) from SqliteSaver "
+                        "for break_sync), resumed at each breakpoint until the graph ends")
+    unsupported = {
+        ("break_sync", "async"): "LangGraph's sync graph.stream cannot call async-only tools "
+                                 "(StructuredTool does not support sync invocation)",
+        ("break_sync", "mcp"): "langchain-mcp-adapters tools are async-only; LangGraph's sync graph.stream cannot "
+                               "call them (StructuredTool does not support sync invocation)",
+    }
+    environment = {"LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+    packages = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langgraph-prebuilt",
+                "langchain-core", "langchain-openai", "langchain-mcp-adapters", "openai", "mcp", "aiosqlite")
+
+    @classmethod
+    def prepare(cls) -> None:
+        import langchain_mcp_adapters.client  # noqa: F401
+        import langchain_openai  # noqa: F401
+        import langgraph.checkpoint.sqlite.aio  # noqa: F401
+        import langgraph.graph  # noqa: F401
+        import langgraph.prebuilt  # noqa: F401
+
+    # --- the graph, built the documented way ----------------------------------------------------------
+
+    async def _tools(self) -> list:
+        from langchain_core.tools import StructuredTool
+
+        ctx = self.ctx
+        if ctx.tool_style == "mcp":
+            from langchain_mcp_adapters.client import MultiServerMCPClient
+
+            client = MultiServerMCPClient({"world": {
+                "transport": "stdio", "command": ctx.mcp_command[0], "args": ctx.mcp_command[1:], "env": ctx.env,
+            }})
+            return await client.get_tools()  # a new MCP session (server process) for each tool call
+        if ctx.tool_style == "sync":
+            return [StructuredTool.from_function(func=fn) for fn in ctx.tools.sync.values()]
+        return [StructuredTool.from_function(coroutine=fn) for fn in ctx.tools.async_.values()]
+
+    def _graph(self, checkpointer: Any, sync: bool):
+        from langchain_openai import ChatOpenAI
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode, tools_condition
+
+        llm = ChatOpenAI(base_url=self.ctx.model_base_url, api_key="x", model=self.ctx.model_name,
+                         streaming=True, max_retries=0).bind_tools(self.tools)
+
+        if sync:
+            def agent(state: MessagesState) -> dict:
+                return {"messages": [llm.invoke(state["messages"])]}
+        else:
+            async def agent(state: MessagesState) -> dict:
+                return {"messages": [await llm.ainvoke(state["messages"])]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node(MODEL_NODE, agent)
+        builder.add_node(TOOL_NODE, ToolNode(self.tools))
+        builder.add_edge(START, MODEL_NODE)
+        builder.add_conditional_edges(MODEL_NODE, tools_condition)
+        builder.add_edge(TOOL_NODE, MODEL_NODE)
+        interrupt_before = [TOOL_NODE] if self.mode == "breakpoint" else None
+        return builder.compile(checkpointer=checkpointer, interrupt_before=interrupt_before)
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    async def start(self, ctx: TrialContext) -> None:
+        self.ctx = ctx
+        self.mode = ctx.mode
+        self.db = str(ctx.workdir / "langgraph-checkpoints.sqlite")
+        self.config = {"configurable": {"thread_id": ctx.run_id}}
+        self.tools = await self._tools()
+        self.stop_pressed = threading.Event()
+        self.inputs = {"messages": [("system", ctx.system_prompt), ("user", ctx.prompt)]}
+        self.job = self._begin(self.inputs)
+
+    def _begin(self, inputs: Any) -> asyncio.Future:
+        from langgraph.runtime import RunControl
+
+        if self.mode == "break_sync":
+            return _in_own_thread(self._sync_handler, inputs)
+        self.control = RunControl() if self.mode == "drain" else None  # a fresh control per run
+        return asyncio.create_task(self._run(inputs))
+
+    async def _run(self, inputs: Any) -> None:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        from langgraph.errors import GraphDrained
+
+        async with AsyncSqliteSaver.from_conn_string(self.db) as saver:
+            graph = self._graph(saver, sync=False)
+            if inputs is None and (await graph.aget_state(self.config)).created_at is None:
+                inputs = self.inputs  # stopped before the first checkpoint: nothing to resume, send the input again
+            kwargs = {"control": self.control} if self.control is not None else {}
+            try:
+                async for _ in graph.astream(inputs, self.config, stream_mode=STREAM_MODE, **kwargs):
+                    pass
+                # the UI resumes at each breakpoint for as long as the user has not pressed stop
+                while (self.mode == "breakpoint" and not self.stop_pressed.is_set()
+                       and (await graph.aget_state(self.config)).next):
+                    async for _ in graph.astream(None, self.config, stream_mode=STREAM_MODE):
+                        pass
+            except GraphDrained:
+                pass  # the documented end of a drained run: its checkpoint is saved
+
+    def _sync_handler(self, inputs: Any) -> None:
+        """What a sync web handler does: stream the graph and leave the loop when the user presses stop."""
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(self.db) as saver:
+            graph = self._graph(saver, sync=True)
+            if inputs is None and graph.get_state(self.config).created_at is None:
+                inputs = self.inputs  # stopped before the first checkpoint: nothing to resume, send the input again
+            for _ in graph.stream(inputs, self.config, stream_mode=STREAM_MODE):
+                if self.stop_pressed.is_set():
+                    break
+
+    async def stop(self, mode: str) -> None:
+        if mode == "cancel":
+            self.job.cancel()
+        elif mode == "drain":
+            self.control.request_drain("user pressed stop")
+        else:  # breakpoint: not resumed at the next breakpoint; break_sync: the loop breaks at the next chunk
+            self.stop_pressed.set()
+        await asyncio.wait({self.job})  # the framework says it has stopped when its run call has returned
+
+    async def wait(self) -> None:
+        await self.job
+
+    async def resume(self) -> None:
+        self.stop_pressed = threading.Event()
+        self.job = self._begin(None)
+        await self.job
+
+    async def close(self) -> None:
+        pass  # checkpointers are opened per run; MCP sessions per tool call
+
+
+def _in_own_thread(fn, *args: Any) -> asyncio.Future:
+    """Run a blocking handler on a thread of its own (a web server's request thread); a future for its end."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not fut.done():
+            fut.set_exception(error) if error is not None else fut.set_result(result)
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as e:
+            loop.call_soon_threadsafe(settle, None, e)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, name="langgraph-sync-handler", daemon=True).start()
+    return fut
+
+
+ADAPTER = LangGraphAdapter
