@@ -80,6 +80,7 @@ class Subject:
         self.run_url = f"{spec.world_url}/runs/{spec.run_id}"
         self.own_tasks: set[asyncio.Task] = set()
         self.http: httpx.AsyncClient | None = None
+        self.pending: list[dict[str, Any]] = []  # marks not yet sent
         self.baseline: dict[str, Any] = {}
         self.t_called: int | None = None
         saga, idempotent = mitigation.parse(spec.mitigation)
@@ -96,9 +97,20 @@ class Subject:
         deadline = time.monotonic_ns() + int((seconds + self.spec.deadlines.grace) * 1e9)
         os.write(self.watchdog_fd, (json.dumps({"step": name, "deadline_ns": deadline}) + "\n").encode())
 
+    async def enter(self, name: str, seconds: float) -> None:
+        """Start a step that may overrun: what is marked so far must be in the ledger before it."""
+        await self.flush()
+        self.step(name, seconds)
+
     async def mark(self, name: str, t: int | None = None, **data: Any) -> None:
-        body = {"name": name, "t": t if t is not None else time.monotonic_ns(), "data": data or None}
-        await self.http.post(f"{self.run_url}/marks", json=body)
+        """Stamp now (or at t); the mark reaches the world with the next flush (marks carry their time)."""
+        self.pending.append({"name": name, "t": t if t is not None else time.monotonic_ns(), "data": data or None})
+
+    async def flush(self) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            r = await self.http.post(f"{self.run_url}/marks", json=batch)
+            r.raise_for_status()
 
     async def audit(self, phase: str) -> None:
         snap = audit.snapshot(self.own_tasks)
@@ -113,6 +125,7 @@ class Subject:
         for _ in range(3):
             await asyncio.sleep(0)
         await self.mark(name, t=t, **data)
+        await self.flush()  # at once: the world holds the anchored event until it sees this
 
     def own(self, coro) -> asyncio.Task:
         task = asyncio.get_running_loop().create_task(coro)
@@ -121,6 +134,8 @@ class Subject:
 
     async def bounded(self, step: str, coro, seconds: float) -> tuple[bool, BaseException | None]:
         """Run an adapter call with a deadline. Returns (finished_in_time, error)."""
+        if step != "stop":  # the stop path flushes with stop_called, after the button is pressed
+            await self.flush()
         self.step(step, seconds)
         task = coro if isinstance(coro, asyncio.Task) else self.own(coro)
         try:
@@ -128,6 +143,7 @@ class Subject:
             return True, None
         except TimeoutError:
             await self.mark("hung", step=step, seconds=seconds)
+            await self.flush()
             return False, None
         except (Exception, asyncio.CancelledError) as e:
             return True, e
@@ -165,7 +181,7 @@ class Subject:
         job.add_done_callback(lambda t: job_end.setdefault("t", time.monotonic_ns()))
 
         # --- the stop fires -------------------------------------------------------------------
-        self.step("trigger", spec.deadlines.trigger)
+        await self.enter("trigger", spec.deadlines.trigger)
         if self.offset.is_event:
             trigger = self.own(stop_signal.wait())
         else:
@@ -199,7 +215,7 @@ class Subject:
         if err is not None:
             await self.mark("error", step="stop", error=_describe(err))
 
-        self.step("wait", spec.deadlines.wait)
+        await self.enter("wait", spec.deadlines.wait)
         try:
             await asyncio.wait_for(asyncio.shield(job), spec.deadlines.wait)
         except TimeoutError:
@@ -223,6 +239,7 @@ class Subject:
     async def run_and_exit(self) -> None:
         """Run the trial, then leave at once: leaked threads must not keep a finished subject alive."""
         await self.run()
+        await self.flush()
         os.write(self.watchdog_fd, b'{"step": "done"}\n')
         os._exit(0)
 
@@ -255,7 +272,7 @@ class Subject:
         late = [e for e in self.saga.entries()
                 if e["committed_ns"] > self.t_called and e["effect_id"] not in self.compensated]
         for entry in reversed(late):
-            self.step(step, self.spec.deadlines.settle)
+            await self.enter(step, self.spec.deadlines.settle)
             await self.toolbox.acompensate(entry["kind"], entry["effect_id"])
             self.compensated.add(entry["effect_id"])
         if late:
@@ -264,7 +281,7 @@ class Subject:
         return len(late)
 
     async def _settle(self, step: str) -> None:
-        self.step(step, self.spec.deadlines.settle)
+        await self.enter(step, self.spec.deadlines.settle)
         r = await self.http.get(f"{self.run_url}/quiet", timeout=self.spec.deadlines.settle + 10, params={
             "window_ms": self.spec.settle_window_ms, "deadline_ms": self.spec.deadlines.settle * 1000})
         await self.mark(step, **r.json())

@@ -194,12 +194,13 @@ class RunningTrial:
             self.world.mark(self.run_id, "watchdog_killed", data={"step": self.killed_step})
             # what was already in flight still lands: let it, so the row counts it
             self.world.quiet(self.run_id, self.subject_spec.settle_window_ms, self.deadlines.settle * 1000)
-        ledger = self.world.ledger(self.run_id)
-        reaped = reap_run(self.run_id, ledger["events"], self.pid)
-        self.world.mark(self.run_id, "reaped", data={"processes": reaped})
-        ledger = self.world.ledger(self.run_id)
-        row = metrics.compute(ledger["events"], self.scenario, parse_offset(self.spec.offset))
-        status, reason = metrics.status(ledger["events"], self.exit_code, self.crash, self.killed_step)
+        events = self.world.ledger(self.run_id)["events"]
+        reaped = reap_run(self.run_id, events, self.pid)
+        data = {"processes": reaped}
+        t = self.world.mark(self.run_id, "reaped", data=data)
+        events.append({"t": t, "event": "mark", "name": "reaped", "data": data})  # as the world recorded it
+        row = metrics.compute(events, self.scenario, parse_offset(self.spec.offset))
+        status, reason = metrics.status(events, self.exit_code, self.crash, self.killed_step)
         row.update(status=status, reason=reason, run_id=self.run_id,
                    duration_s=round(time.monotonic() - self.started, 3))
         return row

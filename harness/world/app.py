@@ -3,7 +3,7 @@
 Routes (everything for a run lives under /runs/<run_id>/):
   POST /runs                          create a run {"scenario", "seed", "stop_anchor"}
   GET  /runs/<id>/ledger              the run's events
-  POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?}
+  POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?} (or a list of them)
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
   GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=
   POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
@@ -109,7 +109,9 @@ class WorldApp:
         if method != "POST":
             raise HTTPError(405, f"{method} /runs/{run.run_id}/{rest} is not supported")
         body = _json(raw)
-        if rest == "marks":
+        if rest == "marks":  # one mark, or a list of them (the trial batches what is not urgent)
+            if isinstance(body, list):
+                return await conn.send_json(200, [self.mark(run, m) for m in body])
             return await conn.send_json(200, self.mark(run, body))
         if rest == "processes":
             if not isinstance(body, dict) or not isinstance(body.get("pid"), int):
