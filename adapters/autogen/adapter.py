@@ -1,0 +1,142 @@
+"""AutoGen AgentChat 0.7.5: a RoundRobinGroupChat of one AssistantAgent, and the stop buttons AgentChat documents.
+
+The team is built the way the AgentChat tutorial builds one (docs: user-guide/agentchat-user-guide/tutorial/
+teams.html and termination.html): an `OpenAIChatCompletionClient` pointed at the world, an `AssistantAgent`
+that streams (`model_client_stream=True`) and calls its tools until the model answers in text, and
+`TextMessageTermination | MaxMessageTermination | ExternalTermination` as the termination condition.
+The job is the application's loop over `team.run_stream(task=..., cancellation_token=token)`, or, for the
+`task_cancel` mode, an asyncio task running `team.run(task=...)`.
+
+Stop modes are the framework's own buttons; each stop() returns when the application's call to the team has
+returned or raised (the moment a UI would say "stopped"), except `pause`, which returns when `team.pause()` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from harness.adapter import Adapter, TrialContext
+
+MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
+              "structured_output": False, "multiple_system_messages": True}
+AGENT = "assistant"
+MAX_TOOL_ITERATIONS = 20  # inbox_triage needs 5 sequential tool turns inside one agent response
+MAX_MESSAGES = 10
+
+
+class AutogenAdapter(Adapter):
+    name = "autogen"
+    stop_modes = {
+        "token": "CancellationToken.cancel() on the token passed to team.run_stream(...)",
+        "external": "ExternalTermination.set() (OR-ed with TextMessageTermination | MaxMessageTermination)",
+        "task_cancel": "cancel the asyncio task that runs team.run(task=...)",
+        "break": "leave the `async for` loop over team.run_stream(...) (break)",
+        "pause": "team.pause() (calls on_pause of every participant via RPC)",
+    }
+    resume_primitive = "team.run() again on the same team with no new task (continues the previous task)"
+    environment = {"AUTOGEN_DISABLE_RUNTIME_TRACING": "true", "OTEL_SDK_DISABLED": "true"}
+    packages = ("autogen-agentchat", "autogen-core", "autogen-ext", "openai", "mcp")
+
+    @classmethod
+    def prepare(cls) -> None:
+        import autogen_agentchat.teams  # noqa: F401
+        import autogen_ext.models.openai  # noqa: F401
+        import autogen_ext.tools.mcp  # noqa: F401
+
+    async def start(self, ctx: TrialContext) -> None:
+        from autogen_core import CancellationToken
+        from autogen_core.tools import FunctionTool
+        from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+        self.ctx = ctx
+        self.model_client = OpenAIChatCompletionClient(
+            model=ctx.model_name, base_url=ctx.model_base_url, api_key="x", model_info=MODEL_INFO, max_retries=0)
+        self.tools: list[Any] | None = None
+        self.workbench = None
+        if ctx.tool_style == "mcp":
+            from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
+
+            params = StdioServerParams(command=ctx.mcp_command[0], args=ctx.mcp_command[1:], env=ctx.env)
+            self.workbench = McpWorkbench(params)
+            await self.workbench.start()  # what `async with McpWorkbench(...)` enters; stop() is in close()
+            await self.workbench.list_tools()  # start() only spawns the session actor: wait until it serves
+        else:
+            fns = ctx.tools.sync if ctx.tool_style == "sync" else ctx.tools.async_
+            self.tools = [FunctionTool(fn, description=fn.__doc__) for fn in fns.values()]
+        self.team, self.external = self._team()
+        self.token = CancellationToken()
+        self._leave = False
+        if ctx.mode == "task_cancel":
+            self.job = asyncio.create_task(self.team.run(task=ctx.prompt))
+        else:
+            self.job = asyncio.create_task(self._run_stream(ctx.prompt))
+
+    def _team(self):
+        """A RoundRobinGroupChat of one AssistantAgent with the usual termination conditions."""
+        from autogen_agentchat.agents import AssistantAgent
+        from autogen_agentchat.conditions import ExternalTermination, MaxMessageTermination, TextMessageTermination
+        from autogen_agentchat.teams import RoundRobinGroupChat
+
+        agent = AssistantAgent(
+            AGENT, model_client=self.model_client, tools=self.tools, workbench=self.workbench,
+            system_message=self.ctx.system_prompt, model_client_stream=True, reflect_on_tool_use=False,
+            max_tool_iterations=MAX_TOOL_ITERATIONS)
+        external = ExternalTermination()
+        termination = TextMessageTermination(AGENT) | MaxMessageTermination(MAX_MESSAGES) | external
+        return RoundRobinGroupChat([agent], termination_condition=termination), external
+
+    async def _run_stream(self, task: str) -> None:
+        """The application's loop over the team's stream (what a chat UI runs)."""
+        async for _message in self.team.run_stream(task=task, cancellation_token=self.token):
+            if self._leave:
+                break
+
+    async def stop(self, mode: str) -> None:
+        if mode == "token":
+            self.token.cancel()
+        elif mode == "external":
+            self.external.set()
+        elif mode == "task_cancel":
+            self.job.cancel()
+        elif mode == "break":
+            self._leave = True
+        elif mode == "pause":
+            await self.team.pause()
+            return
+        else:
+            raise ValueError(f"unknown stop mode {mode!r}")
+        await asyncio.wait({self.job})  # the application's call to the team has returned or raised
+
+    async def wait(self) -> None:
+        await asyncio.shield(self.job)
+
+    async def resume(self) -> None:
+        await self.team.run()  # no task: "continue the previous task" (BaseGroupChat.run docstring)
+
+    async def close(self) -> None:
+        if self.workbench is not None:
+            workbench, self.workbench = self.workbench, None
+            await workbench.stop()
+        await self.model_client.close()
+
+
+class AutogenLoadStateAdapter(AutogenAdapter):
+    """The other documented resume path: save_state() of the stopped team, load_state() into a fresh team, run().
+
+    Run it with `stopbench run --adapter adapters.autogen.adapter:AutogenLoadStateAdapter`.
+    """
+
+    name = "autogen-load-state"
+    resume_primitive = ("team.save_state() (JSON round trip) -> load_state() into a fresh team and agent -> "
+                        "run() with no new task (docs: tutorial/state.html)")
+
+    async def resume(self) -> None:
+        state = json.loads(json.dumps(await self.team.save_state()))  # as if written to disk and read back
+        self.team, self.external = self._team()
+        await self.team.load_state(state)
+        await self.team.run()
+
+
+ADAPTER = AutogenAdapter
