@@ -23,6 +23,7 @@ RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
 # Two trials side by side: measured to give the same counts as one at a time (timings are noisier)
 JOBS = os.environ.get("STOPBENCH_JOBS", "2")
+MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
 
 
 def install_adapter(session: nox.Session, adapter: str, *extras: str) -> None:
@@ -55,6 +56,11 @@ def bench(session: nox.Session, adapter: str) -> None:
     install_adapter(session, adapter)
     session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                 *session.posargs)
+    if not session.posargs:  # the mitigation comparison: every mode, q3_report's event anchors, async tools
+        session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
+                    *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
+                    *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
+                    "--jobs", JOBS, "--out", RESULTS)
 
 
 @nox.session

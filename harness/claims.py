@@ -137,5 +137,8 @@ def _saga(ok) -> tuple[str, str]:
     closed = merged.groupby(keys)["effects_leaked"].max().eq(0)
     verdict = "confirmed" if closed.all() else ("refuted" if not closed.any() else "partly")
     open_cells = ", ".join("/".join(map(str, k)) for k, v in closed.items() if not v)
+    why = ("; the saga learns of an effect when its tool call returns: where the framework cancels the call "
+           "in flight, the service still commits (as a real mail API does) and nothing registered it"
+           if open_cells else "")
     return verdict, (f"{int(closed.sum())}/{len(closed)} leaking cells had 0 leaked with saga"
-                     + (f"; still leaking: {open_cells}" if open_cells else ""))
+                     + (f"; still leaking: {open_cells}" if open_cells else "") + why)
