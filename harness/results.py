@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +123,3 @@ def finished_trials(path: Path) -> set[str]:
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def describe_python() -> str:
-    return sys.version.split()[0]

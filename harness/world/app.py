@@ -24,7 +24,7 @@ from typing import Any
 from harness.scenario import ScenarioError, parse_offset, resolve_scenario
 from harness.world import model_api, services
 from harness.world.asgi import Connection
-from harness.world.ledger import ACTIVITY_EVENTS, Run, World
+from harness.world.ledger import Run, World
 
 
 class HTTPError(Exception):
@@ -207,5 +207,3 @@ class WorldApp:
                         "open_requests": run.open_requests, "waited_until": now}
             await asyncio.sleep(min(max((window - idle) / 1e9, 0.002), 0.05))
 
-
-__all__ = ["WorldApp", "ACTIVITY_EVENTS"]

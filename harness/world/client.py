@@ -61,12 +61,6 @@ class WorldProcess:
         self.stop()
         raise WorldError(f"the world at {self.url} did not answer /health in {timeout_s}s")
 
-    def log_tail(self, chars: int = 2000) -> str:
-        self.stderr.seek(0, 2)
-        size = self.stderr.tell()
-        self.stderr.seek(max(size - chars, 0))
-        return self.stderr.read()
-
     def stop(self) -> None:
         if self.proc is None:
             return
