@@ -15,9 +15,11 @@ Lifecycle, driven by harness/trial.py inside one subject process:
 from __future__ import annotations
 
 import abc
+import asyncio
 import importlib
 import importlib.metadata
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,6 +108,28 @@ class Adapter(abc.ABC):
     @classmethod
     def has_resume(cls) -> bool:
         return bool(cls.resume_primitive)
+
+
+def in_own_thread(fn: Any, *args: Any, name: str = "stopbench-caller") -> asyncio.Future:
+    """Run blocking user code on a thread of its own (as a web server's request thread would), ending
+    with the call; the future settles on the calling loop. A shared helper so adapters need not copy it."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not fut.done():
+            fut.set_exception(error) if error is not None else fut.set_result(result)
+
+    def work() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as e:  # handed to the awaiting task
+            loop.call_soon_threadsafe(settle, None, e)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return fut
 
 
 def package_versions(names: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from harness.adapter import Adapter, TrialContext
+from harness.adapter import Adapter, TrialContext, in_own_thread
 from harness.tools import TOOL_SPECS, Toolbox
 
 # task_started is the one mid-task point a crew checkpoints: llm_call_completed and tool_usage_finished (the
@@ -198,7 +198,7 @@ class CrewAIAdapter(Adapter):
 
     def _begin(self, crew: Any) -> asyncio.Future:
         if self.entry == "thread":
-            return _in_own_thread(self._sync_caller, crew)
+            return in_own_thread(self._sync_caller, crew, name="crewai-kickoff")
         return asyncio.create_task(self._async_caller(crew))
 
     def _sync_caller(self, crew: Any) -> Any:
@@ -265,27 +265,6 @@ def _newest_checkpoint(location: Path) -> str:
     if not files:
         raise FileNotFoundError(f"no CrewAI checkpoint was written under {location} before the stop")
     return max(files, key=os.path.getmtime)
-
-
-def _in_own_thread(fn, *args: Any) -> asyncio.Future:
-    """Run blocking user code on a thread of its own (a web server's request thread); a future for its end."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if not fut.done():
-            fut.set_exception(error) if error is not None else fut.set_result(result)
-
-    def work() -> None:
-        try:
-            result = fn(*args)
-        except BaseException as e:
-            loop.call_soon_threadsafe(settle, None, e)
-        else:
-            loop.call_soon_threadsafe(settle, result, None)
-
-    threading.Thread(target=work, name="crewai-kickoff", daemon=True).start()
-    return fut
 
 
 ADAPTER = CrewAIAdapter

@@ -19,7 +19,7 @@ import asyncio
 import threading
 from typing import Any
 
-from harness.adapter import Adapter, TrialContext
+from harness.adapter import Adapter, TrialContext, in_own_thread
 
 MODEL_NODE, TOOL_NODE = "agent", "tools"
 STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress
@@ -111,7 +111,7 @@ class LangGraphAdapter(Adapter):
         from langgraph.runtime import RunControl
 
         if self.mode == "break_sync":
-            return _in_own_thread(self._sync_handler, inputs)
+            return in_own_thread(self._sync_handler, inputs, name="langgraph-sync-handler")
         self.control = RunControl() if self.mode == "drain" else None  # a fresh control per run
         return asyncio.create_task(self._run(inputs))
 
@@ -166,27 +166,6 @@ class LangGraphAdapter(Adapter):
 
     async def close(self) -> None:
         pass  # checkpointers are opened per run; MCP sessions per tool call
-
-
-def _in_own_thread(fn, *args: Any) -> asyncio.Future:
-    """Run a blocking handler on a thread of its own (a web server's request thread); a future for its end."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future = loop.create_future()
-
-    def settle(result: Any, error: BaseException | None) -> None:
-        if not fut.done():
-            fut.set_exception(error) if error is not None else fut.set_result(result)
-
-    def work() -> None:
-        try:
-            result = fn(*args)
-        except BaseException as e:
-            loop.call_soon_threadsafe(settle, None, e)
-        else:
-            loop.call_soon_threadsafe(settle, result, None)
-
-    threading.Thread(target=work, name="langgraph-sync-handler", daemon=True).start()
-    return fut
 
 
 ADAPTER = LangGraphAdapter

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from openai import AsyncOpenAI
 
-from harness.adapter import Adapter, TrialContext
+from harness.adapter import Adapter, TrialContext, in_own_thread
 from harness.tools import TOOL_KIND, openai_tool_definitions
 
 
@@ -156,7 +155,7 @@ class ReferenceAdapter(Adapter):
         if self.mcp is not None:
             content = await self.mcp.call(name, args)
         elif self.ctx.tool_style == "sync":
-            content = await _in_own_thread(self.ctx.tools.call, name, args, key)
+            content = await asyncio.shield(in_own_thread(self.ctx.tools.call, name, args, key, name="reference-tool"))
         else:
             content = await self.ctx.tools.acall(name, args, idempotency_key=key)
         try:
@@ -177,33 +176,6 @@ class ReferenceAdapter(Adapter):
             del self.checkpoint.results[cid]
             self.checkpoint.attempts[cid] = self.checkpoint.attempts.get(cid, 0) + 1
         self.checkpoint.save()
-
-
-async def _in_own_thread(fn, *args: Any) -> Any:
-    """A sync tool on a thread of its own that ends with the call (no idle pool left behind)."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future = loop.create_future()
-
-    def work() -> None:
-        try:
-            result = fn(*args)
-        except BaseException as e:  # handed to the awaiting task
-            loop.call_soon_threadsafe(_settle, fut, None, e)
-        else:
-            loop.call_soon_threadsafe(_settle, fut, result, None)
-
-    thread = threading.Thread(target=work, name="reference-tool", daemon=True)
-    thread.start()
-    return await asyncio.shield(fut)
-
-
-def _settle(fut: asyncio.Future, result: Any, error: BaseException | None) -> None:
-    if fut.done():
-        return
-    if error is not None:
-        fut.set_exception(error)
-    else:
-        fut.set_result(result)
 
 
 class _McpTools:
