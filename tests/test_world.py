@@ -202,16 +202,18 @@ def test_pacing_spaces_tokens(world_client, stream):
     stamps = token_stamps(world_client, run["run_id"], 1)
     assert len(stamps) == n
     interval = 1e9 / rate
-    # first token after ttft (measured from the request stamp, which precedes the pacer's start)
-    assert ttft * 1e6 <= stamps[0] - req["t"] <= ttft * 1e6 + 5e6
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
-    assert all(g > 0 for g in gaps)
-    assert sum(gaps) / len(gaps) == pytest.approx(interval, rel=0.05)
-    # absolute schedule (request stamp + ttft + i/rate): typically well under 2 ms off, never drifting;
-    # the max bound only allows for a scheduling hiccup on a loaded machine
-    errors = sorted(abs(t - (req["t"] + ttft * 1e6 + i * interval)) for i, t in enumerate(stamps))
-    assert errors[len(errors) // 2] < 2e6 and errors[-1] < 10e6
-    assert abs(stamps[-1] - (req["t"] + ttft * 1e6 + (n - 1) * interval)) < 5e6
+    # never early: the first token comes no sooner than ttft after the request stamp (which precedes
+    # the pacer's start), and no token before its slot on the absolute schedule
+    assert stamps[0] - req["t"] >= ttft * 1e6
+    schedule = [req["t"] + ttft * 1e6 + i * interval for i in range(n)]
+    assert all(t >= slot for t, slot in zip(stamps, schedule, strict=True))
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+    assert gaps[0] > 0
+    assert gaps[len(gaps) // 2] == pytest.approx(interval, rel=0.1)
+    # on time: typically well under 2 ms late, never drifting; the max bound only allows for a
+    # scheduling hiccup on a loaded machine
+    lateness = sorted(t - slot for t, slot in zip(stamps, schedule, strict=True))
+    assert lateness[len(lateness) // 2] < 2e6 and lateness[-1] < 25e6
 
 
 # ----- disconnects ------------------------------------------------------------------------------------

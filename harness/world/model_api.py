@@ -78,7 +78,12 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
 
 
 class Pacer:
-    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate."""
+    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate.
+
+    The event loop's timers have millisecond granularity and may fire up to a tick early
+    (uvloop rounds); a token is never sent before its deadline, so the pacer sleeps again
+    for whatever remains.
+    """
 
     def __init__(self, scenario: Scenario):
         self.start = time.monotonic()
@@ -90,8 +95,9 @@ class Pacer:
             if i % 16 == 0:
                 await asyncio.sleep(0)  # let the control stream and other streams run
             return
-        delay = self.start + self.ttft + i * self.interval - time.monotonic()
-        await asyncio.sleep(max(delay, 0))
+        deadline = self.start + self.ttft + i * self.interval
+        while (delay := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
 
 
 async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piece], Awaitable[None]],
