@@ -21,6 +21,7 @@ import httpx
 
 from harness import audit, mitigation
 from harness.adapter import Adapter, NoResume, TrialContext
+from harness.clock import sleep_until_ns
 from harness.mitigation import bump_generations
 from harness.scenario import Offset, Scenario, parse_offset
 from harness.tools import Toolbox
@@ -186,7 +187,7 @@ class Subject:
             trigger = self.own(stop_signal.wait())
         else:
             fire_at = run_started + int(self.offset.at_ms * 1e6)
-            trigger = self.own(asyncio.sleep(max(fire_at - time.monotonic_ns(), 0) / 1e9))
+            trigger = self.own(sleep_until_ns(fire_at))
         done, _ = await asyncio.wait({trigger, job}, timeout=spec.deadlines.trigger,
                                      return_when=asyncio.FIRST_COMPLETED)
         if trigger not in done:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.clock import sleep_until_ns
 from harness.scenario import Scenario, Turn
 from harness.world.asgi import Connection
 from harness.world.ledger import Run
@@ -78,26 +79,20 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
 
 
 class Pacer:
-    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate.
-
-    The event loop's timers have millisecond granularity and may fire up to a tick early
-    (uvloop rounds); a token is never sent before its deadline, so the pacer sleeps again
-    for whatever remains.
-    """
+    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate and no
+    token is sent before its slot."""
 
     def __init__(self, scenario: Scenario):
-        self.start = time.monotonic()
-        self.ttft = scenario.ttft_ms / 1000
-        self.interval = 1 / scenario.tokens_per_s if scenario.tokens_per_s else 0.0
+        self.start = time.monotonic_ns()
+        self.ttft = int(scenario.ttft_ms * 1e6)
+        self.interval = 1e9 / scenario.tokens_per_s if scenario.tokens_per_s else 0.0
 
     async def before(self, i: int) -> None:
         if not self.interval and not self.ttft:
             if i % 16 == 0:
                 await asyncio.sleep(0)  # let the control stream and other streams run
             return
-        deadline = self.start + self.ttft + i * self.interval
-        while (delay := deadline - time.monotonic()) > 0:
-            await asyncio.sleep(delay)
+        await sleep_until_ns(self.start + self.ttft + int(i * self.interval))
 
 
 async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piece], Awaitable[None]],

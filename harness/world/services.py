@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from harness.clock import sleep_ms
 from harness.tools import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS
 from harness.world.asgi import Connection
 from harness.world.ledger import Effect, Run
@@ -37,11 +38,6 @@ def _args(tool: str, body: Any) -> dict[str, str]:
     if missing:
         raise BadRequest(f"{tool}: missing or non-string field(s): {', '.join(missing)}")
     return {p: body[p] for p in TOOL_PARAMETERS[tool]}
-
-
-async def _sleep_ms(ms: float) -> None:
-    if ms > 0:
-        await asyncio.sleep(ms / 1000)
 
 
 async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, Any]:
@@ -73,7 +69,7 @@ async def _commit(run: Run, eff: Effect, anchored: bool, conn: Connection) -> No
     try:
         if anchored:  # "stop while the email is in flight": the commit waits for the stop
             await run.hold_for_stop(eff.effect_id)
-        await _sleep_ms(run.scenario.latency_ms[eff.kind])
+        await sleep_ms(run.scenario.latency_ms[eff.kind])
         if conn.disconnected and not run.scenario.commit_on_disconnect:
             run.record("effect_aborted", kind=eff.kind, effect_id=eff.effect_id)
             eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "aborted"})
@@ -103,7 +99,7 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
         raise LookupError(f"{path}: no {kind} effect {body.get('effect_id') or body.get('idempotency_key')!r}")
     run.open_requests += 1
     try:
-        await _sleep_ms(run.scenario.latency_ms[kind])
+        await sleep_ms(run.scenario.latency_ms[kind])
         run.record("compensation", kind=kind, effect_id=eff.effect_id, committed=eff.committed.done())
     finally:
         run.open_requests -= 1
@@ -114,7 +110,7 @@ async def draft(run: Run, body: Any) -> dict[str, Any]:
     arguments = _args("draft_document", body)
     run.open_requests += 1
     try:
-        await _sleep_ms(run.scenario.latency_ms["docs"])
+        await sleep_ms(run.scenario.latency_ms["docs"])
         run.record("read", kind="docs")
     finally:
         run.open_requests -= 1
