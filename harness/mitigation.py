@@ -1,8 +1,11 @@
 """Mitigations the harness adds around any adapter, without changing the adapter.
 
-- saga: every committed effect registers its compensation (recall / close / cancel / delete); after
-  the stop the harness runs them in reverse for every effect that committed after the stop, and
-  again after the run went quiet, for effects that landed late.
+- saga: every tool call registers itself with an Idempotency-Key before it leaves (a fresh key per
+  call when idempotency is not asked for), and every answer registers the committed effect. After the
+  stop the harness compensates (recall / close / cancel / delete), newest first, every effect that
+  committed after the stop, and again after the run went quiet, for effects that landed late. Calls
+  whose answer never came back (the framework cancelled them; the service committed anyway) are
+  looked up by their key.
 - idempotent: every tool call carries an Idempotency-Key derived from the run, the tool and its
   arguments, so a resume cannot commit the same effect twice. After a saga compensated an effect, its
   key moves to a new generation, so a resume may do that effect again (once).
@@ -17,6 +20,7 @@ import hashlib
 import json
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -56,27 +60,58 @@ class KeyPolicy:
         return f"{self.run_id}-{logical}-{generation}"
 
 
+class CallKeys:
+    """saga without idempotency: a fresh key per call, so the saga can find the call's effect while
+    a resume still commits anew, exactly as without keys."""
+
+    def __init__(self, run_id: str):
+        self.run_id = run_id
+
+    def __call__(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        return f"{self.run_id}-call-{uuid.uuid4().hex[:16]}" if tool in TOOL_KIND else None
+
+
+def key_policy(mitigation: str, run_id: str, workdir: Path) -> KeyPolicy | CallKeys | None:
+    saga, idempotent = parse(mitigation)
+    if idempotent:
+        return KeyPolicy(run_id, workdir)
+    return CallKeys(run_id) if saga else None
+
+
 class SagaLog:
-    """Committed effects in the order they were seen (a JSON Lines file shared with the MCP server)."""
+    """Calls and committed effects in the order they were seen (JSON Lines shared with the MCP server)."""
 
     def __init__(self, workdir: Path):
         self.path = workdir / SAGA_LOG
         self._lock = threading.Lock()
 
+    def attempt(self, tool: str, arguments: dict[str, Any], key: str | None) -> None:
+        if tool in TOOL_KIND and key:
+            self._append({"kind": TOOL_KIND[tool], "key": key, "logical": _logical(tool, arguments)})
+
     def record(self, tool: str, arguments: dict[str, Any], answer: dict[str, Any]) -> None:
         if tool not in TOOL_KIND or answer.get("status") != "committed":
             return
-        line = json.dumps({"kind": TOOL_KIND[tool], "effect_id": answer["effect_id"],
-                           "committed_ns": answer.get("committed_ns", time.monotonic_ns()),
-                           "logical": _logical(tool, arguments)})
+        self._append({"kind": TOOL_KIND[tool], "effect_id": answer["effect_id"],
+                      "committed_ns": answer.get("committed_ns", time.monotonic_ns()),
+                      "logical": _logical(tool, arguments)})
+
+    def _append(self, entry: dict[str, Any]) -> None:
         with self._lock, self.path.open("a") as f:
-            f.write(line + "\n")
+            f.write(json.dumps(entry) + "\n")
 
     def entries(self) -> list[dict[str, Any]]:
         try:
-            return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+            lines = self.path.read_text().splitlines()
         except OSError:
             return []
+        entries = []
+        for line in lines:
+            try:
+                entries.append(json.loads(line))
+            except ValueError:  # the MCP server is still writing that line; the late pass reads it
+                continue
+        return entries
 
 
 def bump_generations(workdir: Path, logicals: list[str]) -> None:

@@ -84,13 +84,14 @@ class Subject:
         self.pending: list[dict[str, Any]] = []  # marks not yet sent
         self.baseline: dict[str, Any] = {}
         self.t_called: int | None = None
-        saga, idempotent = mitigation.parse(spec.mitigation)
+        saga, _ = mitigation.parse(spec.mitigation)
         workdir = Path(spec.workdir)
         self.saga = mitigation.SagaLog(workdir) if saga else None
         self.compensated: set[str] = set()
         self.toolbox = Toolbox(spec.services_base_url,
-                               key_policy=mitigation.KeyPolicy(spec.run_id, workdir) if idempotent else None,
-                               on_result=self.saga.record if self.saga else None)
+                               key_policy=mitigation.key_policy(spec.mitigation, spec.run_id, workdir),
+                               on_result=self.saga.record if self.saga else None,
+                               on_attempt=self.saga.attempt if self.saga else None)
 
     # --- plumbing --------------------------------------------------------------------------------
 
@@ -270,16 +271,36 @@ class Subject:
         """The saga mitigation: compensate, newest first, what committed after the stop and is not yet undone."""
         if not self.saga or self.t_called is None:
             return 0
-        late = [e for e in self.saga.entries()
-                if e["committed_ns"] > self.t_called and e["effect_id"] not in self.compensated]
-        for entry in reversed(late):
+        committed = {e["effect_id"]: e for e in await self._saga_effects()}
+        late = sorted((e for e in committed.values()
+                       if e["committed_ns"] > self.t_called and e["effect_id"] not in self.compensated),
+                      key=lambda e: e["committed_ns"], reverse=True)
+        for entry in late:
             await self.enter(step, self.spec.deadlines.settle)
             await self.toolbox.acompensate(entry["kind"], entry["effect_id"])
             self.compensated.add(entry["effect_id"])
         if late:
             bump_generations(Path(self.spec.workdir), [e["logical"] for e in late])
-            await self.mark(step, compensated=[e["effect_id"] for e in reversed(late)])
+            await self.mark(step, compensated=[e["effect_id"] for e in late])
         return len(late)
+
+    async def _saga_effects(self) -> list[dict[str, Any]]:
+        """Committed effects the saga knows of: from answers, and from calls looked up by their key."""
+        found, calls = [], {}
+        for entry in self.saga.entries():
+            if "effect_id" in entry:
+                found.append(entry)
+            else:
+                calls[entry["key"]] = entry
+        for key, call in calls.items():
+            r = await self.http.get(f"{self.spec.services_base_url}/effects", params={"idempotency_key": key})
+            if r.status_code == 404:  # the call never reached the service
+                continue
+            r.raise_for_status()
+            effect = r.json()
+            if effect["status"] == "committed":
+                found.append({**call, "effect_id": effect["effect_id"], "committed_ns": effect["committed_ns"]})
+        return found
 
     async def _settle(self, step: str) -> None:
         await self.enter(step, self.spec.deadlines.settle)

@@ -50,6 +50,9 @@ COMPENSATION_PATH = {"email": "email/recall", "pr": "pr/close", "calendar": "cal
 KeyPolicy = Callable[[str, dict[str, Any]], str | None]
 # on_result(tool_name, arguments, parsed service answer): for bookkeeping such as saga registries
 ResultHook = Callable[[str, dict[str, Any], dict[str, Any]], None]
+# on_attempt(tool_name, arguments, Idempotency-Key or None): before the request leaves, so a saga
+# knows of calls whose answer never comes back (the caller was cancelled, the service still commits)
+AttemptHook = Callable[[str, dict[str, Any], str | None], None]
 
 
 def json_schema(name: str) -> dict[str, Any]:
@@ -90,10 +93,12 @@ class Toolbox:
     """
 
     def __init__(self, services_url: str, key_policy: KeyPolicy | None = None,
-                 on_result: ResultHook | None = None, timeout_s: float = 30.0):
+                 on_result: ResultHook | None = None, timeout_s: float = 30.0,
+                 on_attempt: AttemptHook | None = None):
         self.services_url = services_url.rstrip("/")
         self.key_policy = key_policy
         self.on_result = on_result
+        self.on_attempt = on_attempt
         self.timeout_s = timeout_s
         self.sync: dict[str, Callable[..., str]] = {n: self._make_sync(n) for n in TOOL_SPECS}
         self.async_: dict[str, Callable[..., Awaitable[str]]] = {n: self._make_async(n) for n in TOOL_SPECS}
@@ -102,6 +107,8 @@ class Toolbox:
         url = f"{self.services_url}/{TOOL_SPECS[name][0]}"
         key = idempotency_key or (self.key_policy(name, arguments) if self.key_policy else None)
         headers = {"Idempotency-Key": key} if key else {}
+        if self.on_attempt:
+            self.on_attempt(name, arguments, key)
         return url, headers
 
     def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:

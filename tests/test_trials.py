@@ -173,3 +173,18 @@ def test_idempotency_keys_stop_the_repeat(tmp_path):
     assert by["idempotent"]["resume_duplicate_effects"] == 0
     assert by["idempotent"]["effect_duplicate_attempts"] == 1  # the repeat reached the world and was refused
     assert by["idempotent"]["effects_committed_total"] == 1
+
+
+def test_cancelled_call_that_still_commits_is_a_leak(tmp_path):
+    (row,) = run(KA + "CancelsEmailInFlight", tmp_path, offsets=["on:effect_received:email"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_compensated"], row["effects_leaked"]) == (1, 0, 1)
+
+
+@pytest.mark.parametrize("mitigation", ["saga", "saga+idempotent"])
+def test_saga_compensates_a_call_whose_answer_never_came(tmp_path, mitigation):
+    """The saga registers the call (with its key) before it leaves and looks the effect up by key."""
+    (row,) = run(KA + "CancelsEmailInFlight", tmp_path, offsets=["on:effect_received:email"],
+                 mitigations=[mitigation])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_compensated"], row["effects_leaked"]) == (1, 1, 0)

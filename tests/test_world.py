@@ -318,6 +318,23 @@ def test_idempotency_key_repeat_is_a_duplicate(world_client):
     assert evs[2]["idempotency_key"] == "k1" and evs[3]["idempotency_key"] == "k2"
 
 
+def test_effect_lookup_by_idempotency_key(world_client):
+    """What a saga asks about a call whose answer never came back; a read, not a ledger event."""
+    run = world_client.create_run(inline(latency={"email": 10}))
+    base = run["services_base_url"]
+    post(f"{base}/email/send", EMAIL, headers={"Idempotency-Key": "k1"})
+    before = len(world_client.ledger(run["run_id"])["events"])
+    found = httpx.get(f"{base}/effects", params={"idempotency_key": "k1"})
+    (committed,) = events(world_client, run["run_id"], "effect_committed")
+    assert found.status_code == 200
+    assert found.json() == {"effect_id": "email_1", "kind": "email", "status": "committed",
+                            "committed_ns": committed["t"]}
+    assert len(world_client.ledger(run["run_id"])["events"]) == before
+    missing = httpx.get(f"{base}/effects", params={"idempotency_key": "nope"})
+    assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
+    assert httpx.get(f"{base}/effects").status_code == 400
+
+
 def test_compensation_and_unknown_effect(world_client):
     run = world_client.create_run(inline())
     base = run["services_base_url"]

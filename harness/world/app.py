@@ -6,6 +6,7 @@ Routes (everything for a run lives under /runs/<run_id>/):
   POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?} (or a list of them)
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
   GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=
+  GET  /runs/<id>/effects             what became of a request ?idempotency_key= (not a ledger event)
   POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
   POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model
   POST /runs/<id>/<kind>/<action>     services (email/send, email/recall, pr/open, ...)
@@ -103,6 +104,8 @@ class WorldApp:
             return await self.control(conn, run)
         if method == "GET" and rest == "quiet":
             return await conn.send_json(200, await self.quiet(run, conn.query()))
+        if method == "GET" and rest == "effects":
+            return await conn.send_json(200, services.lookup(run, conn.query()))
         if method == "GET" and rest == "v1/models":
             return await conn.send_json(200, {"object": "list", "data": [
                 {"id": "scripted", "object": "model", "created": 0, "owned_by": "stopbench"}]})

@@ -32,6 +32,8 @@ class Effect:
     idempotency_key: str | None
     committed: asyncio.Future
     received_ns: int
+    committed_ns: int | None = None
+    status: str = "pending"
 
 
 @dataclass

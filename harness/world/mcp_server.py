@@ -30,10 +30,11 @@ def _server_class():
 
 def build_server(run_url: str, mitigation: str = "none", workdir: str | None = None, run_id: str = ""):
     server = _server_class()("stopbench-world", log_level="WARNING")
-    saga, idempotent = mitigations.parse(mitigation)
+    saga, _ = mitigations.parse(mitigation)
     folder = Path(workdir or ".")
-    toolbox = Toolbox(run_url, key_policy=mitigations.KeyPolicy(run_id, folder) if idempotent else None,
-                      on_result=mitigations.SagaLog(folder).record if saga else None)
+    log = mitigations.SagaLog(folder) if saga else None
+    toolbox = Toolbox(run_url, key_policy=mitigations.key_policy(mitigation, run_id, folder),
+                      on_result=log.record if log else None, on_attempt=log.attempt if log else None)
     for name, fn in toolbox.async_.items():
         server.tool(name=name, description=fn.__doc__)(fn)
     return server

@@ -72,10 +72,12 @@ async def _commit(run: Run, eff: Effect, anchored: bool, conn: Connection) -> No
         await sleep_ms(run.scenario.latency_ms[eff.kind])
         if conn.disconnected and not run.scenario.commit_on_disconnect:
             run.record("effect_aborted", kind=eff.kind, effect_id=eff.effect_id)
+            eff.status = "aborted"
             eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "aborted"})
             return
         entry = run.record("effect_committed", kind=eff.kind, effect_id=eff.effect_id, logical=eff.logical,
                            client_gone=conn.disconnected)
+        eff.status, eff.committed_ns = "committed", entry["t"]
         if run.count("effect_committed", eff.kind):  # the agent hears of the commit only after the stop
             await run.hold_for_stop(eff.effect_id)
         eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "committed",
@@ -104,6 +106,19 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
     finally:
         run.open_requests -= 1
     return {"effect_id": eff.effect_id, "kind": kind, "status": "compensated"}
+
+
+def lookup(run: Run, query: dict[str, str]) -> dict[str, Any]:
+    """What became of the effect a request with this Idempotency-Key started (real services offer
+    such a lookup; a saga needs it for calls whose answer never came back)."""
+    key = query.get("idempotency_key")
+    if not key:
+        raise BadRequest("effects: give ?idempotency_key=")
+    eff = run.by_key.get(key)
+    if eff is None:
+        raise LookupError(f"effects: no effect with idempotency key {key!r}")
+    return {"effect_id": eff.effect_id, "kind": eff.kind, "status": eff.status,
+            "committed_ns": eff.committed_ns}
 
 
 async def draft(run: Run, body: Any) -> dict[str, Any]:

@@ -136,3 +136,14 @@ class SpawnsChildAndCleansUp(_Base):
         self.task.cancel()
         self.child.kill()
         self.child.wait()
+
+
+class CancelsEmailInFlight(_Base):
+    """The job sends one email and stop() cancels the call while it is in flight: the client goes
+    away, the service commits anyway, and no answer ever reaches the tool's caller."""
+
+    name = "known-cancels-email-in-flight"
+
+    async def job(self) -> None:
+        await self.ctx.tools.acall("send_email", EMAIL)
+        await _forever()
