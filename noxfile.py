@@ -42,7 +42,7 @@ def tests(session: nox.Session, suite: str) -> None:
     if suite == "core":
         install_adapter(session, "reference", "test", "report", "dev")
         session.run("ruff", "check", ".")
-        session.run("actionlint", ".github/workflows/stopbench.yml")
+        session.run("actionlint", *sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")))
         session.run("pytest", "-q", *session.posargs)
         return
     install_adapter(session, suite, "test")
@@ -65,9 +65,9 @@ def bench(session: nox.Session, adapter: str) -> None:
 
 @nox.session
 def report(session: nox.Session) -> None:
-    """Tables and plots from results/raw/ into results/README.md, CSV and HTML."""
+    """Tables and plots from results/raw/ into results/README.md, CSV and HTML (`-- DIR` for another folder)."""
     install_adapter(session, "reference", "report")  # the reference pins cover pandas and matplotlib too
-    session.run("stopbench", "report", RESULTS)
+    session.run("stopbench", "report", *(session.posargs or [RESULTS]))
 
 
 @nox.session

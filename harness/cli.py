@@ -1,6 +1,6 @@
 """stopbench: what an agent framework really does when its user presses stop.
 
-Commands: run | report | list | reap | world | new-adapter | test-adapter
+Commands: run | report | compare | list | reap | world | new-adapter | test-adapter
 """
 
 from __future__ import annotations
@@ -60,6 +60,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     written = write_report(out, Path(args.to) if args.to else out)
     for path in written:
         print(path)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from harness.compare import CompareError, compare
+
+    try:
+        text = compare(Path(args.old), Path(args.new))
+    except CompareError as e:
+        raise UsageError(str(e)) from e
+    if args.to:
+        Path(args.to).write_text(text)
+        print(args.to)
+    else:
+        print(text)
     return 0
 
 
@@ -158,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("dir", nargs="?", default="results")
     rp.add_argument("--to", help="write the report here (default: DIR)")
     rp.set_defaults(func=cmd_report)
+
+    cp = sub.add_parser("compare", help="the capability table of two result folders side by side")
+    cp.add_argument("old", help="a result folder (with raw/), e.g. results of framework 1.1")
+    cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
+    cp.add_argument("--to", help="write the Markdown here instead of printing it")
+    cp.set_defaults(func=cmd_compare)
 
     ls = sub.add_parser("list", help="adapters, stop modes, versions, scenarios and offsets")
     ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))

@@ -1,0 +1,165 @@
+"""`stopbench compare OLD NEW`: the capability table of two result folders side by side.
+
+The typical use is two versions of one framework ("did 1.2 fix the stop button?"). Rows are only
+comparable when they were measured the same way, so the comparison refuses rows of another result
+schema, and a scenario whose definition (its hash) differs between the folders. Both sides are cut
+down to the trial cells (scenario x offset x tool style) they have in common, so N counts the same
+conditions on both sides.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.results import SCHEMA_VERSION, raw_files, read_rows
+
+KEYS = ["adapter", "mode", "mitigation"]
+CELL = ["scenario", "offset", "tool_style"]
+# the article's columns and the measured numbers, as in the capability table
+COLUMNS = ("can abort", "state kept", "can resume", "repeats effect", "compensated", "orphans clean",
+           "tokens+", "leaked", "lie ms", "dup")
+TIMINGS = ("lie ms",)
+VERDICTS = COLUMNS[:6]
+
+
+class CompareError(Exception):
+    """The two folders cannot be compared; the message names the folder and the field."""
+
+
+def schema_versions(folder: Path) -> dict[Any, str]:
+    """Each schema_version found in FOLDER/raw, with the first line that carries it."""
+    found: dict[Any, str] = {}
+    for path in raw_files(folder):
+        with path.open() as f:
+            for lineno, text in enumerate(f, 1):
+                try:
+                    row = json.loads(text)
+                except ValueError:
+                    continue  # corrupt lines are listed by read_rows, not fatal here
+                if isinstance(row, dict):
+                    found.setdefault(row.get("schema_version"), f"{path}:{lineno}")
+    return found
+
+
+def load_side(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    if not (folder / "raw").is_dir():
+        raise CompareError(f"{folder}: no raw/ folder of result rows")
+    versions = schema_versions(folder)
+    other = {v: where for v, where in versions.items() if v != SCHEMA_VERSION}
+    if other:
+        v, where = next(iter(other.items()))
+        raise CompareError(f"{where}: schema_version {v!r}; this stopbench compares schema {SCHEMA_VERSION} "
+                           "rows only (re-run the trials, or compare with the stopbench that wrote them)")
+    rows, bad = read_rows(raw_files(folder))
+    if not rows:
+        raise CompareError(f"{folder}/raw: no readable result rows")
+    return rows, [str(b) for b in bad]
+
+
+def scenario_hashes(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
+    hashes: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        hashes[r["scenario"]].add(r.get("scenario_hash", "?"))
+    return hashes
+
+
+def check_scenarios(old: list[dict], new: list[dict], old_dir: Path, new_dir: Path) -> None:
+    a, b = scenario_hashes(old), scenario_hashes(new)
+    for name in sorted(set(a) & set(b)):
+        if a[name] != b[name]:
+            raise CompareError(
+                f"scenario {name!r} differs: scenario_hash {', '.join(sorted(a[name]))} in {old_dir} vs "
+                f"{', '.join(sorted(b[name]))} in {new_dir}; rows of different scenario versions are not comparable")
+
+
+def _cell_key(r: dict[str, Any]) -> tuple:
+    return tuple(r[k] for k in CELL)
+
+
+def _versions(rows) -> dict[str, set[str]]:
+    seen: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        for package, version in (r.get("versions") or {}).items():
+            seen[package].add(version)
+    return seen
+
+
+def version_changes(old: list[dict], new: list[dict]) -> str:
+    a, b = _versions(old), _versions(new)
+    changes = [f"{p} {'/'.join(sorted(a[p])) or 'absent'} -> {'/'.join(sorted(b[p])) or 'absent'}"
+               for p in sorted(set(a) | set(b)) if a.get(p, set()) != b.get(p, set())]
+    return ", ".join(changes) or "none"
+
+
+def _same(column: str, a: Any, b: Any) -> bool:
+    """A verdict is the same when its word is ("yes (3/3)" and "yes (1/1)"); a count when its text is."""
+    if column in VERDICTS:
+        return re.sub(r" \(.*\)$", "", str(a)) == re.sub(r" \(.*\)$", "", str(b))
+    return str(a) == str(b)
+
+
+def compare(old_dir: Path, new_dir: Path) -> str:
+    """Markdown: what changed between OLD and NEW, row by row of the capability table."""
+    import pandas as pd
+
+    from harness.claims import CAPABILITY_RULES, capability_row
+    from harness.report import _cell
+
+    old, old_bad = load_side(old_dir)
+    new, new_bad = load_side(new_dir)
+    check_scenarios(old, new, old_dir, new_dir)
+    common = {_cell_key(r) for r in old} & {_cell_key(r) for r in new}
+    if not common:
+        raise CompareError(f"{old_dir} and {new_dir} share no trial cell (scenario x offset x tool style)")
+    dropped = (len(old) - sum(_cell_key(r) in common for r in old), len(new) - sum(_cell_key(r) in common for r in new))
+    frames = {side: pd.DataFrame([r for r in rows if _cell_key(r) in common])
+              for side, rows in (("old", old), ("new", new))}
+
+    def measure(g) -> dict[str, Any]:
+        ok = g[g["status"] == "ok"]
+        return {"N": len(g), **capability_row(g), "tokens+": _cell(ok["tokens_after_stop"]),
+                "leaked": _cell(ok["effects_leaked"]), "lie ms": _cell(ok["lie_ms"].round(1)),
+                "dup": _cell(ok["resume_duplicate_effects"])}
+
+    tables = {side: {key: measure(g) for key, g in df.groupby(KEYS, sort=True)} for side, df in frames.items()}
+    lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
+             f"- rows: {len(frames['old'])} old, {len(frames['new'])} new",
+             f"- package versions that differ: {version_changes(old, new)}",
+             f"- compared over {len(common)} common trial cell(s) (scenario x offset x tool style); "
+             f"left out: {dropped[0]} old row(s), {dropped[1]} new row(s) in cells only one side has"]
+    for label, bad in (("old", old_bad), ("new", new_bad)):
+        if bad:
+            lines.append(f"- {label}: {len(bad)} corrupt line(s) skipped: " + "; ".join(bad[:5]))
+    lines += ["", "Counts and verdicts read `old -> new` in bold where they differ, `= value` where they agree "
+              "(a verdict agrees when its word does, whatever its k/N); "
+              f"timings ({', '.join(TIMINGS)}) are medians that vary from run to run and are shown as "
+              "`old -> new` without a verdict.", ""]
+    header = [*KEYS, "N", *COLUMNS]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    both = sorted(set(tables["old"]) & set(tables["new"]))
+    changed = 0
+    for key in both:
+        a, b = tables["old"][key], tables["new"][key]
+        cells = [f"{a['N']} -> {b['N']}"]
+        differs = False
+        for col in COLUMNS:
+            if col in TIMINGS:
+                cells.append(f"{a[col]} -> {b[col]}")
+            elif _same(col, a[col], b[col]):
+                cells.append(f"= {a[col]}" if str(a[col]) == str(b[col]) else f"= {a[col]} -> {b[col]}")
+            else:
+                cells.append(f"**{a[col]} -> {b[col]}**")
+                differs = True
+        changed += differs
+        lines.append("| " + " | ".join([*map(str, key), *cells]) + " |")
+    for side, other in (("old", "new"), ("new", "old")):
+        only = sorted(set(tables[side]) - set(tables[other]))
+        if only:
+            lines += ["", f"Only in {side} ({len(only)}): " + ", ".join(" / ".join(k) for k in only)]
+    lines += ["", f"{changed} of {len(both)} compared row(s) changed in a count or a verdict.", "",
+              "```", CAPABILITY_RULES.rstrip(), "```", ""]
+    return "\n".join(lines)

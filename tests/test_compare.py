@@ -1,0 +1,78 @@
+"""`stopbench compare`: the same table between two result folders, and its refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.cli import main
+from harness.results import SCHEMA_VERSION
+
+
+def row(i: int, leaked: int, *, offset: str = "on:effect_received:email", scenario_hash: str = "h1",
+        version: str = "1.0", schema: int = SCHEMA_VERSION, mitigation: str = "none") -> dict:
+    return {
+        "schema_version": schema, "trial_id": f"t{i}-{offset}-{leaked}-{version}", "status": "ok",
+        "adapter": "fw", "mode": "cancel", "mitigation": mitigation, "scenario": "q3_report",
+        "scenario_hash": scenario_hash, "offset": offset, "offset_kind": "event", "tool_style": "async",
+        "versions": {"fw": version}, "tokens_after_stop": 0, "llm_requests_after_stop": 0, "effects_new": 0,
+        "effects_after_stop": 1, "effects_leaked": leaked, "effects_compensated": 1 - leaked,
+        "lie_ms": 100.0 + i, "resume_ok": True, "resume_llm_replays": 0, "resume_duplicate_effects": 0,
+        "orphans": 0,
+    }
+
+
+def folder(tmp_path: Path, name: str, rows: list[dict], extra: str = "") -> Path:
+    (tmp_path / name / "raw").mkdir(parents=True)
+    text = "".join(json.dumps(r) + "\n" for r in rows) + extra
+    (tmp_path / name / "raw" / "fw.jsonl").write_text(text)
+    return tmp_path / name
+
+
+def test_compare_shows_what_changed_over_common_cells(tmp_path, capsys):
+    old = folder(tmp_path, "old", [row(i, leaked=1) for i in range(3)] + [row(9, 1, offset="on:token:40")])
+    new = folder(tmp_path, "new", [row(i, leaked=0, version="1.1") for i in range(3)])
+    assert main(["compare", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "fw 1.0 -> 1.1" in out
+    assert "left out: 1 old row(s), 0 new row(s)" in out  # on:token:40 only exists on the old side
+    (line,) = [x for x in out.splitlines() if x.startswith("| fw | cancel | none")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[3] == "3 -> 3"
+    assert cells[8] == "**no -> yes**"  # compensated
+    assert cells[11] == "**1 -> 0**"  # leaked
+    assert cells[4] == "= yes"  # can abort: unchanged
+    assert "1 of 1 compared row(s) changed" in out
+
+
+def test_compare_agrees_with_itself(tmp_path, capsys):
+    rows = [row(i, leaked=i % 2) for i in range(4)]
+    old, new = folder(tmp_path, "old", rows), folder(tmp_path, "new", rows)
+    assert main(["compare", str(old), str(new), "--to", str(tmp_path / "cmp.md")]) == 0
+    text = (tmp_path / "cmp.md").read_text()
+    assert "0 of 1 compared row(s) changed" in text and "**" not in text.split("\n| fw")[1]
+
+
+def test_compare_refuses_other_schema(tmp_path, capsys):
+    old = folder(tmp_path, "old", [row(0, 1)])
+    new = folder(tmp_path, "new", [row(0, 1), row(1, 1, schema=SCHEMA_VERSION + 1)])
+    assert main(["compare", str(old), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert f"{new}/raw/fw.jsonl:2" in err and "schema_version" in err
+
+
+def test_compare_refuses_other_scenario_version(tmp_path, capsys):
+    old = folder(tmp_path, "old", [row(0, 1)])
+    new = folder(tmp_path, "new", [row(0, 1, scenario_hash="h2")])
+    assert main(["compare", str(old), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert "q3_report" in err and "h1" in err and "h2" in err
+
+
+def test_compare_names_a_missing_folder_and_lists_corrupt_lines(tmp_path, capsys):
+    old = folder(tmp_path, "old", [row(0, 1)], extra="{not json\n")
+    assert main(["compare", str(old), str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: no raw/ folder" in capsys.readouterr().err
+    new = folder(tmp_path, "new", [row(0, 0)])
+    assert main(["compare", str(old), str(new)]) == 0
+    assert f"{old}/raw/fw.jsonl:2" in capsys.readouterr().out
