@@ -64,8 +64,10 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     args = ["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
             "--reps", "6", "--out", str(tmp_path)]
     out = raw_file(tmp_path, KA + "LeaksOneEmail")
+    # as from a terminal: SIGINT handled (a shell's background job would inherit it ignored)
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
