@@ -24,6 +24,11 @@ REPS = os.environ.get("STOPBENCH_REPS", "3")
 # Two trials side by side: measured to give the same counts as one at a time (timings are noisier)
 JOBS = os.environ.get("STOPBENCH_JOBS", "2")
 MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
+# Second adapter classes of a framework, benched in its session: (import path, extra run arguments)
+VARIANTS = {
+    "autogen": [("adapters.autogen.adapter:AutogenLoadStateAdapter",  # the save_state/load_state resume path
+                 ("--scenario", "q3_report", "--scenario", "inbox_triage"))],
+}
 
 
 def install_adapter(session: nox.Session, adapter: str, *extras: str) -> None:
@@ -56,11 +61,15 @@ def bench(session: nox.Session, adapter: str) -> None:
     install_adapter(session, adapter)
     session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                 *session.posargs)
-    if not session.posargs:  # the mitigation comparison: every mode, q3_report's event anchors, async tools
-        session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
-                    *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
-                    *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
-                    "--jobs", JOBS, "--out", RESULTS)
+    if session.posargs:  # a partial run by hand: just that
+        return
+    # the mitigation comparison: every mode, q3_report's event anchors, async tools
+    session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
+                *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
+                *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
+                "--jobs", JOBS, "--out", RESULTS)
+    for ref, extra in VARIANTS.get(adapter, []):
+        session.run("stopbench", "run", "--adapter", ref, *extra, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS)
 
 
 @nox.session

@@ -80,7 +80,9 @@ def load_claims() -> list[dict[str, Any]]:
 
 def judge(claim: dict[str, Any], df) -> tuple[str, str]:
     """(verdict, the rows that decide it)."""
-    rows = df if claim["framework"] == "*" else df[df["adapter"] == claim["framework"]]
+    fw = claim["framework"]
+    # a framework's rows include its variant adapters (autogen-load-state is AutoGen too)
+    rows = df if fw == "*" else df[(df["adapter"] == fw) | df["adapter"].str.startswith(fw + "-")]
     base = rows[(rows["mitigation"] == "none") & (rows["status"] == "ok")]
     if claim.get("mode"):
         base = base[base["mode"] == claim["mode"]]
@@ -137,8 +139,7 @@ def _saga(ok) -> tuple[str, str]:
     closed = merged.groupby(keys)["effects_leaked"].max().eq(0)
     verdict = "confirmed" if closed.all() else ("refuted" if not closed.any() else "partly")
     open_cells = ", ".join("/".join(map(str, k)) for k, v in closed.items() if not v)
-    why = ("; the saga learns of an effect when its tool call returns: where the framework cancels the call "
-           "in flight, the service still commits (as a real mail API does) and nothing registered it"
-           if open_cells else "")
+    why = ("; each still-leaking row's `saga` and `saga_late` marks name what the saga compensated, and its "
+           "ledger shows what committed after them" if open_cells else "")
     return verdict, (f"{int(closed.sum())}/{len(closed)} leaking cells had 0 leaked with saga"
                      + (f"; still leaking: {open_cells}" if open_cells else "") + why)

@@ -153,12 +153,24 @@ def mitigations(df) -> Any:
     sub = sub.assign(tax=cancel_tax(sub))
     out = []
     for (adapter, mitigation), g in sub.groupby(["adapter", "mitigation"], sort=True):
+        per_cell = g.groupby(["mode", "offset"])[["effects_leaked", "resume_duplicate_effects"]].max().fillna(0)
+        clean = int(((per_cell["effects_leaked"] == 0) & (per_cell["resume_duplicate_effects"] == 0)).sum())
         out.append({"adapter": adapter, "mitigation": mitigation, "trials": len(g),
+                    "cells at 0 leaked, 0 dup": f"{clean}/{len(per_cell)}",
                     "leaked (sum)": int(g["effects_leaked"].sum()),
                     "compensated (sum)": int(g["effects_compensated"].sum()),
                     "resume dup (sum)": int(g["resume_duplicate_effects"].sum()),
                     "resume ok": _ratio(g["resume_ok"]), "tax $ (sum)": round(float(g["tax"].sum()), 4)})
     return pd.DataFrame(out)
+
+
+def mitigation_gaps(df) -> Any:
+    """Cells where saga+idempotent still leaves a leak or a repeated effect: the row's own numbers say how."""
+    ok = df[(df["status"] == "ok") & (df["mitigation"] == "saga+idempotent")]
+    gaps = ok[(ok["effects_leaked"] > 0) | (ok["resume_duplicate_effects"].fillna(0) > 0)]
+    cols = ["adapter", "mode", "scenario", "offset", "tool_style", "rep", "effects_after_stop",
+            "effects_compensated", "effects_leaked", "resume_duplicate_effects", "trial_id"]
+    return gaps[cols].sort_values(cols[:6]) if not gaps.empty else gaps
 
 
 def problems(df) -> Any:
@@ -205,6 +217,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         ("The article's claims, checked", claims_table(df)),
         ("Summary: each stop button", summary(df)),
         ("Mitigations: what the harness-side saga and idempotency keys recover", mitigations(df)),
+        ("Where saga+idempotent does not reach 0 (leaked or repeated)", mitigation_gaps(df)),
         ("Event-anchored trials (deterministic: repetitions must agree)", by_offset(df)),
         ("Time-anchored trials (spread)", time_spread(df)),
         ("Trials that did not finish ok", problems(df)),

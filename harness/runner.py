@@ -79,7 +79,7 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
 def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
     scenarios = load_scenarios(opts.scenarios_dir)
     specs = plan(adapter_cls, opts, scenarios)
-    out_file = raw_file(opts.out, opts.adapter)
+    out_file = raw_file(opts.out, adapter_cls.name)
     done = finished_trials(out_file)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
@@ -109,7 +109,7 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
                     if not trial.poll():
                         continue
                     running.remove(item)
-                    row = _row(spec, scenarios[spec.scenario], trial.finish(), versions, env)
+                    row = _row(spec, adapter_cls.name, scenarios[spec.scenario], trial.finish(), versions, env)
                     append_row(out_file, row)
                     rows.append(row)
                     _progress(log, len(rows), len(todo), row, started)
@@ -133,10 +133,12 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     return rows
 
 
-def _row(spec: TrialSpec, scenario: Scenario, measured: dict[str, Any], versions: dict[str, str],
+def _row(spec: TrialSpec, name: str, scenario: Scenario, measured: dict[str, Any], versions: dict[str, str],
          env: dict[str, Any]) -> dict[str, Any]:
+    """`adapter` is the adapter's declared name (what tables show); `adapter_ref` how it was loaded."""
     return {
-        "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": spec.adapter,
+        "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": name,
+        "adapter_ref": spec.adapter,
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset,
         "offset_kind": "event" if parse_offset(spec.offset).is_event else "time", "tool_style": spec.tool_style,
         "mitigation": spec.mitigation, "rep": spec.rep, "seed": spec.seed, "versions": versions,

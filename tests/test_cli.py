@@ -63,7 +63,7 @@ def test_bad_arguments_exit_2_with_a_message():
 def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     args = ["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
             "--reps", "6", "--out", str(tmp_path)]
-    out = raw_file(tmp_path, KA + "LeaksOneEmail")
+    out = raw_file(tmp_path, "known-leaks-one-email")
     # as from a terminal: SIGINT handled (a shell's background job would inherit it ignored)
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stderr=subprocess.PIPE,
                             text=True, start_new_session=True,
@@ -108,7 +108,7 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
     r = stopbench("run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
                   "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    out = raw_file(tmp_path, KA + "LeaksOneEmail")
+    out = raw_file(tmp_path, "known-leaks-one-email")
     with out.open("a") as f:
         f.write("{not json\n")
         f.write(json.dumps({"schema_version": 1}) + "\n")

@@ -36,6 +36,7 @@ def assert_nothing_left(run_ids: list[str]) -> None:
 def test_leaks_exactly_one_email_after_stop(tmp_path):
     (row,) = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms"])
     assert row["status"] == "ok", row["reason"]
+    assert (row["adapter"], row["adapter_ref"]) == ("known-leaks-one-email", KA + "LeaksOneEmail")
     assert row["effects_after_stop"] == 1
     assert row["effects_new"] == 1
     assert row["effects_in_flight"] == 0
@@ -115,7 +116,7 @@ def test_rerun_skips_finished_trials_and_rows_carry_provenance(tmp_path):
     assert len(first) == 2
     again = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms", "at:60ms", "at:70ms"])
     assert [r["offset"] for r in again] == ["at:70ms"]
-    rows, bad = read_rows([raw_file(tmp_path, KA + "LeaksOneEmail")])
+    rows, bad = read_rows([raw_file(tmp_path, "known-leaks-one-email")])
     assert len(rows) == 3 and not bad
     for key in ("schema_version", "trial_id", "scenario_hash", "versions", "python", "platform", "git_sha",
                 "seed", "status"):
