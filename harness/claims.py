@@ -15,7 +15,11 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 CAPABILITY_RULES = """\
 Rules (over rows with mitigation none; N = trials behind the row; "event" = event-anchored ok trials):
 - can abort      = yes if llm_requests_after_stop == 0 and effects_new == 0 in every event trial and no trial
-                   hung; "hangs" if some trial hung; else no (k/N event trials where work went on).
+                   hung; "hangs" if some trial hung; else no (k/N event trials where work went on, and
+                   where, when that is one or two anchors). effects_new counts what reached the world
+                   after the stop: one of several parallel calls sent just before the stop can arrive
+                   just after it (parallel_fanout on:effect_received:calendar), so a "no" confined to
+                   that anchor is that race, not new work.
 - state kept     = yes if resume reached the final answer without asking the model a completed turn again
                    (resume_ok and resume_llm_replays == 0) in every resumed trial; partly if in some; no if
                    in none; "no resume" if the adapter has none.
@@ -49,13 +53,17 @@ def capability_row(g) -> dict[str, Any]:
     ok = g[g["status"] == "ok"]
     ev = ok[ok["offset_kind"] == "event"]
     hung = int((g["status"] == "hung").sum())
-    went_on = int(((ev["llm_requests_after_stop"] > 0) | (ev["effects_new"] > 0)).sum())
+    on = ev[(ev["llm_requests_after_stop"] > 0) | (ev["effects_new"] > 0)]
+    went_on = len(on)
+    where = sorted({f"{s} {o}" for s, o in on[["scenario", "offset"]].values})
     if hung:
         abort = f"hangs ({hung}/{len(g)})"
     elif len(ev) == 0:
         abort = "-"
-    else:
-        abort = "yes" if went_on == 0 else f"no ({went_on}/{len(ev)})"
+    elif went_on == 0:
+        abort = "yes"
+    else:  # name the anchors when there are few: a reader can then tell a race from a habit
+        abort = f"no ({went_on}/{len(ev)}" + (f": {'; '.join(where)})" if len(where) <= 2 else ")")
     resumed = ok[ok["resume_ok"].notna()]
     if len(resumed) == 0:
         state = resume = "no resume"

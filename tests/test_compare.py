@@ -76,3 +76,15 @@ def test_compare_names_a_missing_folder_and_lists_corrupt_lines(tmp_path, capsys
     new = folder(tmp_path, "new", [row(0, 0)])
     assert main(["compare", str(old), str(new)]) == 0
     assert f"{old}/raw/fw.jsonl:2" in capsys.readouterr().out
+
+
+def test_can_abort_names_the_anchor_where_work_went_on():
+    import pandas as pd
+
+    from harness.claims import capability_row
+
+    rows = [row(i, 0) for i in range(3)]
+    rows[1]["effects_new"] = 1
+    rows[1]["offset"] = "on:effect_received:calendar"
+    assert capability_row(pd.DataFrame(rows))["can abort"] == "no (1/3: q3_report on:effect_received:calendar)"
+    assert capability_row(pd.DataFrame([row(i, 0) for i in range(3)]))["can abort"] == "yes"
