@@ -163,6 +163,8 @@ def anchor_delay(wc: WorldClient, trials: int, anchor_token: int) -> dict[str, A
             # Block (GIL released) until the stop is in: nothing here competes with the listener's stamp.
             if not listener.stopped.wait(10) or listener.error:
                 raise RuntimeError(f"no stop pushed: {listener.error}")
+            # as a trial does: the world holds the stream at the anchor until it sees the stop pressed
+            wc.mark(run["run_id"], "stop_called", t=listener.received_ns)
             while sock.recv(65536):
                 pass
         listener.join(5)
