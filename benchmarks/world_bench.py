@@ -169,6 +169,8 @@ def anchor_delay(wc: WorldClient, trials: int, anchor_token: int) -> dict[str, A
                 pass
         listener.join(5)
         events = wc.ledger(run["run_id"])["events"]
+        if any(e["event"] == "anchor_released" and e.get("timeout") for e in events):
+            raise RuntimeError("the world held the anchored stream until its timeout: stop_called never reached it")
         fired = next(e["t"] for e in events if e["event"] == "anchor_fired")
         token = next(e["t"] for e in events if e["event"] == "token" and e["i"] == anchor_token - 1)
         from_anchor.append((listener.received_ns - fired) / 1e6)
