@@ -45,6 +45,29 @@ def test_world_command_serves_and_exits_on_signals():
             proc.stdout.close()
 
 
+def test_world_ends_itself_when_its_owner_is_killed():
+    """SIGKILL (or a CI timeout) gives the owner no chance to stop its world, which is in its own session."""
+    import psutil
+
+    owner = subprocess.Popen([sys.executable, "-c", (
+        "import time; from harness.world.client import WorldProcess\n"
+        "w = WorldProcess(); w.start(); print(w.proc.pid, flush=True); time.sleep(60)")],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    world_pid = None
+    try:
+        world_pid = int(owner.stdout.readline())
+        assert psutil.pid_exists(world_pid)
+        owner.kill()
+        owner.wait(5)
+        world = psutil.Process(world_pid)
+        world.wait(5)  # raises TimeoutExpired if the world outlives its owner
+    finally:
+        owner.kill()
+        owner.stdout.close()
+        if world_pid and psutil.pid_exists(world_pid):
+            os.kill(world_pid, signal.SIGKILL)
+
+
 def test_list_shows_adapters_modes_and_scenarios():
     r = stopbench("list")
     assert r.returncode == 0, r.stderr

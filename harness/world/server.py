@@ -6,6 +6,7 @@ Its own process so that a framework that hogs the GIL cannot bend the world's cl
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from pathlib import Path
@@ -32,13 +33,40 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
                             timeout_graceful_shutdown=1, lifespan="on", timeout_keep_alive=600)
     server = uvicorn.Server(config)
     print(url, flush=True)
-    asyncio.run(server.serve(sockets=[sock])) if loop == "asyncio" else _run_uvloop(server, sock)
+    main = _serve(server, sock, _owner_pid())
+    asyncio.run(main) if loop == "asyncio" else _run_uvloop(main)
 
 
-def _run_uvloop(server: uvicorn.Server, sock: socket.socket) -> None:
+def _owner_pid() -> int | None:
+    """The process that started this world through WorldProcess (its own session: no terminal signal
+    reaches it), if any."""
+    from harness.world.client import OWNER_ENV
+
+    owner = os.environ.get(OWNER_ENV, "")
+    return int(owner.removeprefix("world:")) if owner.startswith("world:") else None
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket, owner: int | None) -> None:
+    watch = asyncio.create_task(_exit_with_owner(server, owner)) if owner else None
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        if watch:
+            watch.cancel()
+
+
+async def _exit_with_owner(server: uvicorn.Server, owner: int) -> None:
+    """An owner killed outright (SIGKILL, a CI timeout) cannot end its world: the world ends itself."""
+    while os.getppid() == owner:
+        await asyncio.sleep(0.5)
+    print(f"stopbench world: owner {owner} is gone; shutting down", file=sys.stderr, flush=True)
+    server.should_exit = True
+
+
+def _run_uvloop(main) -> None:
     import uvloop
 
-    uvloop.run(server.serve(sockets=[sock]))
+    uvloop.run(main)
 
 
 def _has(module: str) -> bool:
