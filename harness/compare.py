@@ -9,7 +9,6 @@ conditions on both sides.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -30,31 +29,16 @@ class CompareError(Exception):
     """The two folders cannot be compared; the message names the folder and the field."""
 
 
-def schema_versions(folder: Path) -> dict[Any, str]:
-    """Each schema_version found in FOLDER/raw, with the first line that carries it."""
-    found: dict[Any, str] = {}
-    for path in raw_files(folder):
-        with path.open() as f:
-            for lineno, text in enumerate(f, 1):
-                try:
-                    row = json.loads(text)
-                except ValueError:
-                    continue  # corrupt lines are listed by read_rows, not fatal here
-                if isinstance(row, dict):
-                    found.setdefault(row.get("schema_version"), f"{path}:{lineno}")
-    return found
-
-
 def load_side(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
     if not (folder / "raw").is_dir():
         raise CompareError(f"{folder}: no raw/ folder of result rows")
-    versions = schema_versions(folder)
-    other = {v: where for v, where in versions.items() if v != SCHEMA_VERSION}
-    if other:
-        v, where = next(iter(other.items()))
-        raise CompareError(f"{where}: schema_version {v!r}; this stopbench compares schema {SCHEMA_VERSION} "
-                           "rows only (re-run the trials, or compare with the stopbench that wrote them)")
     rows, bad = read_rows(raw_files(folder))
+    other = [b for b in bad if b.schema_version is not None]
+    if other:
+        b = other[0]
+        raise CompareError(f"{b.path}:{b.line}: schema_version {b.schema_version!r}; this stopbench compares "
+                           f"schema {SCHEMA_VERSION} rows only (re-run the trials, or compare with the "
+                           "stopbench that wrote them)")
     if not rows:
         raise CompareError(f"{folder}/raw: no readable result rows")
     return rows, [str(b) for b in bad]

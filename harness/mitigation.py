@@ -1,11 +1,10 @@
 """Mitigations the harness adds around any adapter, without changing the adapter.
 
 - saga: every tool call registers itself with an Idempotency-Key before it leaves (a fresh key per
-  call when idempotency is not asked for), and every answer registers the committed effect. After the
-  stop the harness compensates (recall / close / cancel / delete), newest first, every effect that
-  committed after the stop, and again after the run went quiet, for effects that landed late. Calls
-  whose answer never came back (the framework cancelled them; the service committed anyway) are
-  looked up by their key.
+  call when idempotency is not asked for). After the stop the harness looks each call's effect up by
+  its key, so calls whose answer never came back (the framework cancelled them; the service committed
+  anyway) count too, and compensates (recall / close / cancel / delete), newest first, every effect
+  that committed after the stop; again after the run went quiet, for effects that landed late.
 - idempotent: every tool call carries an Idempotency-Key derived from the run, the tool and its
   arguments, so a resume cannot commit the same effect twice. After a saga compensated an effect, its
   key moves to a new generation, so a resume may do that effect again (once).
@@ -19,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -79,7 +77,8 @@ def key_policy(mitigation: str, run_id: str, workdir: Path) -> KeyPolicy | CallK
 
 
 class SagaLog:
-    """Calls and committed effects in the order they were seen (JSON Lines shared with the MCP server)."""
+    """Effectful calls, with their keys, in the order they were made (JSON Lines shared with the MCP
+    server). What each call committed is asked of the service by key: an answer may never come back."""
 
     def __init__(self, workdir: Path):
         self.path = workdir / SAGA_LOG
@@ -88,13 +87,6 @@ class SagaLog:
     def attempt(self, tool: str, arguments: dict[str, Any], key: str | None) -> None:
         if tool in TOOL_KIND and key:
             self._append({"kind": TOOL_KIND[tool], "key": key, "logical": _logical(tool, arguments)})
-
-    def record(self, tool: str, arguments: dict[str, Any], answer: dict[str, Any]) -> None:
-        if tool not in TOOL_KIND or answer.get("status") != "committed":
-            return
-        self._append({"kind": TOOL_KIND[tool], "effect_id": answer["effect_id"],
-                      "committed_ns": answer.get("committed_ns", time.monotonic_ns()),
-                      "logical": _logical(tool, arguments)})
 
     def _append(self, entry: dict[str, Any]) -> None:
         with self._lock, self.path.open("a") as f:

@@ -68,6 +68,7 @@ class CorruptLine:
     path: Path
     line: int
     error: str
+    schema_version: Any = None  # set when the line is a row of another result schema
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.error}"
@@ -82,7 +83,8 @@ def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine
     for path in paths:
         for lineno, row, error in _lines(path):
             if error:
-                bad.append(CorruptLine(path, lineno, error))
+                other = row["schema_version"] if row else None
+                bad.append(CorruptLine(path, lineno, error, other))
             else:
                 rows.append(row)
     return rows, bad
@@ -104,8 +106,8 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]
             missing = [k for k in REQUIRED if k not in row]
             if missing:
                 yield lineno, None, f"missing field(s) {', '.join(missing)}"
-            elif row["schema_version"] != SCHEMA_VERSION:
-                yield lineno, None, f"schema_version {row['schema_version']!r}, this stopbench reads {SCHEMA_VERSION}"
+            elif row["schema_version"] != SCHEMA_VERSION:  # the row goes with it: its version is named
+                yield lineno, row, f"schema_version {row['schema_version']!r}, this stopbench reads {SCHEMA_VERSION}"
             else:
                 yield lineno, row, None
 

@@ -90,7 +90,6 @@ class Subject:
         self.compensated: set[str] = set()
         self.toolbox = Toolbox(spec.services_base_url,
                                key_policy=mitigation.key_policy(spec.mitigation, spec.run_id, workdir),
-                               on_result=self.saga.record if self.saga else None,
                                on_attempt=self.saga.attempt if self.saga else None)
 
     # --- plumbing --------------------------------------------------------------------------------
@@ -285,13 +284,9 @@ class Subject:
         return len(late)
 
     async def _saga_effects(self) -> list[dict[str, Any]]:
-        """Committed effects the saga knows of: from answers, and from calls looked up by their key."""
-        found, calls = [], {}
-        for entry in self.saga.entries():
-            if "effect_id" in entry:
-                found.append(entry)
-            else:
-                calls[entry["key"]] = entry
+        """Committed effects of the logged calls, asked of the service by each call's key."""
+        calls = {entry["key"]: entry for entry in self.saga.entries()}
+        found = []
         for key, call in calls.items():
             r = await self.http.get(f"{self.spec.services_base_url}/effects", params={"idempotency_key": key})
             if r.status_code == 404:  # the call never reached the service

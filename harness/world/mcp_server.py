@@ -34,7 +34,7 @@ def build_server(run_url: str, mitigation: str = "none", workdir: str | None = N
     folder = Path(workdir or ".")
     log = mitigations.SagaLog(folder) if saga else None
     toolbox = Toolbox(run_url, key_policy=mitigations.key_policy(mitigation, run_id, folder),
-                      on_result=log.record if log else None, on_attempt=log.attempt if log else None)
+                      on_attempt=log.attempt if log else None)
     for name, fn in toolbox.async_.items():
         server.tool(name=name, description=fn.__doc__)(fn)
     return server
