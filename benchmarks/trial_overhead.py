@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.adapter import Adapter, TrialContext
-from harness.runner import RunOptions, run_matrix
+from harness.contract.adapter import Adapter, TrialContext
+from harness.trial.runner import RunOptions, run_matrix
 
 OUT = Path(__file__).parent / "results" / "trial.json"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.world.client import WorldClient, WorldProcess
+from harness.trial.world_client import WorldClient, WorldProcess
 
 RESULTS = Path(__file__).resolve().parent / "results" / "world.json"
 GOALS = {"throughput_tokens_per_s": 20_000, "pacing_p99_ms": 2.0, "anchor_stop_p99_ms": 2.0}

@@ -10,7 +10,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from harness.adapter import AdapterError
+from harness.contract.adapter import AdapterError
 from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
 
 
@@ -19,20 +19,15 @@ class UsageError(Exception):
 
 
 def cmd_world(args: argparse.Namespace) -> int:
-    import signal
+    from harness.world.server import main as serve_world
 
-    from harness.world.server import serve
-
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    with contextlib.suppress(KeyboardInterrupt):
-        serve(args.port, Path(args.scenarios))
-    return 0
+    return serve_world(["--port", str(args.port), "--scenarios", args.scenarios])
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.adapter import load_adapter
-    from harness.runner import RunOptions, run_matrix
-    from harness.subject import Deadlines
+    from harness.contract.adapter import load_adapter
+    from harness.trial.runner import RunOptions, run_matrix
+    from harness.trial.subject import Deadlines
 
     if args.reps < 1 or args.jobs < 1:
         raise UsageError("--reps and --jobs must be at least 1")
@@ -54,7 +49,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from harness.report import write_report
+    from harness.results.report import write_report
 
     out = Path(args.dir)
     written = write_report(out, Path(args.to) if args.to else out)
@@ -64,7 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from harness.compare import CompareError, compare
+    from harness.results.compare import CompareError, compare
 
     try:
         text = compare(Path(args.old), Path(args.new))
@@ -79,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.adapter import available_adapters, load_adapter
+    from harness.contract.adapter import available_adapters, load_adapter
     from harness.scenario import load_scenarios
     from harness.world.model_api import tokens_per_turn
 
@@ -107,14 +102,14 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
     import psutil
 
-    from harness.world.client import OWNER_ENV
+    from harness.vocabulary import OWNER_ENV
 
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         with contextlib.suppress(psutil.Error):
             owner = p.environ().get(OWNER_ENV)
             cmd = " ".join(p.info["cmdline"] or [])
-            if p.pid != os.getpid() and (owner or "harness.world.mcp_server" in cmd):
+            if p.pid != os.getpid() and (owner or "harness.tools.mcp_server" in cmd):
                 found.append((p, owner or "mcp_server", cmd))
     for p, owner, cmd in found:
         print(f"{'would end' if args.dry_run else 'ending'} {p.pid} ({owner}): {cmd[:120]}")
@@ -127,7 +122,7 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
 
 def cmd_new_adapter(args: argparse.Namespace) -> int:
-    from harness.skeleton import write_skeleton
+    from harness.contract.skeleton import write_skeleton
 
     try:
         written = write_skeleton(args.name, Path(args.dir))

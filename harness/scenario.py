@@ -15,9 +15,8 @@ from typing import Any
 
 import yaml
 
-EFFECT_KINDS = ("email", "pr", "calendar", "chat")
-SERVICE_KINDS = (*EFFECT_KINDS, "docs")
-TOOL_NAMES = ("draft_document", "send_email", "open_pr", "book_meeting", "post_chat")
+from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_NAMES, TOOL_PARAMETERS
+
 
 DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
@@ -182,8 +181,6 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             if tool not in TOOL_NAMES:
                 raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {', '.join(TOOL_NAMES)})")
             args = _need(c, "arguments", dict, cw)
-            from harness.tools import TOOL_PARAMETERS  # late: tools imports this module
-
             expected = set(TOOL_PARAMETERS[tool])
             if set(args) != expected:
                 raise ScenarioError(f"{cw}.arguments: {tool} takes {sorted(expected)}, got {sorted(args)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.world.client import WorldClient, WorldProcess
+from harness.trial.world_client import WorldClient, WorldProcess
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import psutil
 
-from harness.results import raw_file
-from harness.world.client import OWNER_ENV
+from harness.results.rows import raw_file
+from harness.trial.world_client import OWNER_ENV
 from tests.test_trials import KA, assert_nothing_left
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def test_world_ends_itself_when_its_owner_is_killed():
     import psutil
 
     owner = subprocess.Popen([sys.executable, "-c", (
-        "import time; from harness.world.client import WorldProcess\n"
+        "import time; from harness.trial.world_client import WorldProcess\n"
         "w = WorldProcess(); w.start(); print(w.proc.pid, flush=True); time.sleep(60)")],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     world_pid = None

@@ -14,7 +14,7 @@ from harness.scenario import (
     parse_offset,
     resolve_scenario,
 )
-from harness.tools import TOOL_PARAMETERS
+from harness.tools.catalogue import TOOL_PARAMETERS
 from harness.world.model_api import tokens_per_turn
 
 SHIPPED = sorted(p.stem for p in DEFAULT_SCENARIOS_DIR.glob("*.yaml"))

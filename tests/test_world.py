@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from harness.scenario import resolve_scenario, scenario_from_dict
-from harness.tools import Toolbox
+from harness.tools.toolbox import Toolbox
 from harness.world.model_api import tokens_per_turn
 
 EMAIL = {"to": "a@example.com", "subject": "Hi", "body": "Hello."}

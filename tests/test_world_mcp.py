@@ -11,7 +11,7 @@ import psutil
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from harness.tools import TOOL_PARAMETERS
+from harness.tools.catalogue import TOOL_PARAMETERS
 
 TOOLS = ("draft_document", "send_email", "open_pr", "book_meeting", "post_chat")
 
@@ -19,7 +19,7 @@ TOOLS = ("draft_document", "send_email", "open_pr", "book_meeting", "post_chat")
 async def _session(run_url: str) -> tuple[dict, dict]:
     """List the tools and send one email over MCP; note the client's child processes while it is up."""
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "harness.world.mcp_server", "--run-url", run_url])
+                                   args=["-m", "harness.tools.mcp_server", "--run-url", run_url])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = await session.list_tools()
@@ -49,7 +49,7 @@ def test_mcp_server_tools_calls_and_lifecycle(world_client):
     assert len(registered) == 1 and registered[0]["role"] == "mcp_server"
     pid = registered[0]["pid"]
     assert pid in seen["children"]  # the server process the client started, not some other one
-    assert "harness.world.mcp_server" in seen["children"][pid]
+    assert "harness.tools.mcp_server" in seen["children"][pid]
     committed = [e for e in events if e["event"] == "effect_committed"]
     assert [(e["kind"], e["effect_id"]) for e in committed] == [("email", "email_1")]
     received = next(e for e in events if e["event"] == "effect_received")

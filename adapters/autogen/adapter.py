@@ -17,7 +17,7 @@ import asyncio
 import json
 from typing import Any
 
-from harness.adapter import Adapter, TrialContext
+from harness.contract.adapter import Adapter, TrialContext
 
 MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
               "structured_output": False, "multiple_system_messages": True}

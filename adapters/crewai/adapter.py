@@ -29,8 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from harness.adapter import Adapter, TrialContext, in_own_thread
-from harness.tools import TOOL_SPECS, Toolbox
+from harness.contract.adapter import Adapter, TrialContext, in_own_thread
+from harness.tools.catalogue import TOOL_SPECS
+from harness.tools.toolbox import Toolbox
 
 # task_started is the one mid-task point a crew checkpoints: llm_call_completed and tool_usage_finished (the
 # docs' fine-grained events) have the LLM and the agent executor as their source, and the checkpoint listener

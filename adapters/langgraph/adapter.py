@@ -19,7 +19,7 @@ import asyncio
 import threading
 from typing import Any
 
-from harness.adapter import Adapter, TrialContext, in_own_thread
+from harness.contract.adapter import Adapter, TrialContext, in_own_thread
 
 MODEL_NODE, TOOL_NODE = "agent", "tools"
 STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress

@@ -23,8 +23,8 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.adapter import Adapter, TrialContext
-from harness.tools import TOOL_KIND
+from harness.contract.adapter import Adapter, TrialContext
+from harness.tools.catalogue import TOOL_KIND
 
 NEXT_INPUT = "Continue where you stopped."
 STREAMED = ("break", "cancel_immediate", "cancel_after_turn")

@@ -18,8 +18,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from harness.adapter import Adapter, TrialContext, in_own_thread
-from harness.tools import TOOL_KIND, openai_tool_definitions
+from harness.contract.adapter import Adapter, TrialContext, in_own_thread
+from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 
 class Checkpoint:

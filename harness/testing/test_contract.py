@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import TOOL_STYLES, Adapter, load_adapter
-from harness.runner import RunOptions, run_matrix
-from harness.trial import processes_of_runs
+from harness.contract.adapter import TOOL_STYLES, Adapter, load_adapter
+from harness.trial.runner import RunOptions, run_matrix
+from harness.trial.trial import processes_of_runs
 
 SCENARIO = "q3_report"
 OFFSET = "on:llm_request:2"  # mid-run: after the first tool call, before the email

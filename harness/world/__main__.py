@@ -1,8 +1,6 @@
-"""`python -m harness.world [--port N] [--scenarios DIR]`: the world on its own."""
+"""`python -m harness.world [--port N] [--scenarios DIR]`: the world on its own (also what the harness starts)."""
 
-from harness.cli import main
+from harness.world.server import main
 
 if __name__ == "__main__":
-    import sys
-
-    main(["world", *sys.argv[1:]])
+    main()

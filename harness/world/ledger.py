@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.scenario import Offset, Scenario
-
-# Events that are the run's own activity (marks and audits are the trial talking, not the agent).
-ACTIVITY_EVENTS = frozenset({
-    "llm_request", "token", "disconnect", "response_done", "effect_received", "effect_committed",
-    "effect_aborted", "effect_duplicate", "compensation", "read", "process_registered",
-})
+from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
 HOLD_TIMEOUT_S = 5.0  # an effect held for the stop waits at most this long for stop_called
 
@@ -64,7 +59,7 @@ class Run:
         self.events.append(entry)
         if event in ACTIVITY_EVENTS:
             self.last_activity_ns = max(self.last_activity_ns, t)
-        if event == "mark" and data.get("name") == "stop_called":
+        if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
             self.stop_called.set()
         return entry
 
@@ -89,13 +84,13 @@ class Run:
             return
         try:
             await asyncio.wait_for(self.stop_called.wait(), HOLD_TIMEOUT_S)
-            self.record("anchor_released", what=what)
+            self.record(Event.ANCHOR_RELEASED, what=what)
         except TimeoutError:
-            self.record("anchor_released", what=what, timeout=True)
+            self.record(Event.ANCHOR_RELEASED, what=what, timeout=True)
 
     def fire_anchor(self) -> None:
         self.anchor_fired = True
-        entry = self.record("anchor_fired", anchor=self.anchor.text if self.anchor else None)
+        entry = self.record(Event.ANCHOR_FIRED, anchor=self.anchor.text if self.anchor else None)
         for q in self.control_queues:
             q.put_nowait({"event": "stop", "anchor": entry["anchor"], "t": entry["t"]})
 

@@ -40,7 +40,7 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
 def _owner_pid() -> int | None:
     """The process that started this world through WorldProcess (its own session: no terminal signal
     reaches it), if any."""
-    from harness.world.client import OWNER_ENV
+    from harness.vocabulary import OWNER_ENV
 
     owner = os.environ.get(OWNER_ENV, "")
     return int(owner.removeprefix("world:")) if owner.startswith("world:") else None
@@ -75,5 +75,17 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-if __name__ == "__main__":
-    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.world`: serve until SIGTERM or Ctrl-C."""
+    import argparse
+    import contextlib
+    import signal
+
+    parser = argparse.ArgumentParser(prog="python -m harness.world")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt):
+        serve(args.port, Path(args.scenarios))
+    return 0

@@ -8,12 +8,10 @@ answer and are recorded as duplicate attempts, never as a second effect.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from typing import Any
 
 from harness.clock import sleep_ms
-from harness.tools import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS
+from harness.tools.catalogue import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS, logical_effect
 from harness.world.asgi import Connection
 from harness.world.ledger import Effect, Run
 
@@ -24,11 +22,6 @@ COMPENSATIONS = {path: kind for kind, path in COMPENSATION_PATH.items()}
 
 class BadRequest(ValueError):
     pass
-
-
-def logical_key(kind: str, arguments: dict[str, Any]) -> str:
-    """What makes two effects 'the same' to the outside world: kind and arguments."""
-    return hashlib.sha256(f"{kind}:{json.dumps(arguments, sort_keys=True)}".encode()).hexdigest()[:16]
 
 
 def _args(tool: str, body: Any) -> dict[str, str]:
@@ -52,7 +45,7 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     n = run.counters.get(f"effect_received:{kind}", 0) + 1
     effect_id = f"{kind}_{n}"
     received = run.record("effect_received", kind=kind, effect_id=effect_id, idempotency_key=key,
-                          logical=logical_key(kind, arguments), n=n)
+                          logical=logical_effect(kind, arguments), n=n)
     anchored = run.count("effect_received", kind)  # after the record: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])

@@ -14,8 +14,8 @@ import time
 
 import httpx
 
-from harness.adapter import Adapter, TrialContext
-from harness.tools import openai_tool_definitions
+from harness.contract.adapter import Adapter, TrialContext
+from harness.tools.catalogue import openai_tool_definitions
 
 EMAIL = {"to": "ops@example.com", "subject": "leak", "body": "sent after stop"}
 

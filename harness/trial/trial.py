@@ -21,11 +21,12 @@ from typing import Any
 
 import psutil
 
-from harness import metrics
-from harness.adapter import Adapter
+from harness.results import metrics
+from harness.contract.adapter import Adapter
 from harness.scenario import Scenario, parse_offset
-from harness.subject import Deadlines, SubjectSpec, subject_main
-from harness.world.client import OWNER_ENV, WorldClient
+from harness.trial.subject import Deadlines, SubjectSpec, subject_main
+from harness.trial.world_client import WorldClient
+from harness.vocabulary import OWNER_ENV
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def warm_up(world_url: str) -> None:
 
     import httpx
 
-    from harness import audit
+    from harness.trial import audit
 
     async def touch() -> None:
         async with httpx.AsyncClient(verify=False) as client:
@@ -122,7 +123,7 @@ class RunningTrial:
                     os._exit(code)
         else:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.spawned", self.subject_spec.to_json(), str(write_fd),
+                [sys.executable, "-m", "harness.trial.spawned", self.subject_spec.to_json(), str(write_fd),
                  json.dumps(scenario.raw)],
                 pass_fds=[write_fd], start_new_session=True, env={**os.environ, OWNER_ENV: f"run:{self.run_id}"},
             )

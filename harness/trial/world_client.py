@@ -15,7 +15,7 @@ import httpx
 
 from harness.scenario import DEFAULT_SCENARIOS_DIR
 
-OWNER_ENV = "STOPBENCH_OWNER"  # every process stopbench starts carries it, so `stopbench reap` finds strays
+from harness.vocabulary import OWNER_ENV
 
 
 class WorldError(RuntimeError):
@@ -36,7 +36,7 @@ class WorldProcess:
         # stderr to a file, not a pipe: nobody reads it during a run, and a full pipe would stall the world
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.cli", "world", "--port", str(self.port),
+            [sys.executable, "-m", "harness.world", "--port", str(self.port),
              "--scenarios", str(self.scenarios_dir)],
             stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True,
             start_new_session=True,  # a terminal's Ctrl-C goes to the runner, which then ends the world in order

@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from harness.results import CorruptLine, raw_files, read_rows
+from harness.results.rows import CorruptLine, raw_files, read_rows
 
 COUNT_METRICS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_leaked",
                  "threads_left", "tasks_left", "children_left", "orphans", "resume_duplicate_effects",
@@ -113,7 +113,7 @@ def capability(df) -> Any:
     """The article's capability table, measured: one line per adapter x stop mode (mitigation none)."""
     import pandas as pd
 
-    from harness.claims import cancel_tax, capability_row
+    from harness.results.claims import cancel_tax, capability_row
 
     base = df[df["mitigation"] == "none"]
     out = []
@@ -128,7 +128,7 @@ def capability(df) -> Any:
 def claims_table(df) -> Any:
     import pandas as pd
 
-    from harness.claims import judge, load_claims
+    from harness.results.claims import judge, load_claims
 
     out = []
     for claim in load_claims():
@@ -141,7 +141,7 @@ def mitigations(df) -> Any:
     """How much each mitigation recovers, on the cells measured with more than one mitigation."""
     import pandas as pd
 
-    from harness.claims import cancel_tax
+    from harness.results.claims import cancel_tax
 
     ok = df[df["status"] == "ok"]
     keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
@@ -209,7 +209,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         text += _corrupt_md(bad)
         (to / "README.md").write_text(text)
         return [to / "README.md"]
-    from harness.claims import CAPABILITY_RULES
+    from harness.results.claims import CAPABILITY_RULES
 
     plots = write_plots(df, to)
     sections = [

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from harness.scenario import Offset, Scenario
-from harness.world.ledger import ACTIVITY_EVENTS
+from harness.vocabulary import ACTIVITY_EVENTS
 
 NS_PER_MS = 1_000_000
 

@@ -21,8 +21,8 @@ import json
 
 import httpx
 
-from harness.adapter import Adapter, TrialContext
-from harness.tools import openai_tool_definitions
+from harness.contract.adapter import Adapter, TrialContext
+from harness.tools.catalogue import openai_tool_definitions
 
 
 class {cls}(Adapter):

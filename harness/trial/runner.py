@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.adapter import Adapter, AdapterError
-from harness.mitigation import MITIGATIONS
-from harness.results import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
+from harness.contract.adapter import Adapter, AdapterError
+from harness.tools.mitigation import MITIGATIONS
+from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
-from harness.subject import Deadlines
-from harness.trial import RunningTrial, TrialSpec, warm_up
-from harness.world.client import WorldClient, WorldProcess
+from harness.trial.subject import Deadlines
+from harness.trial.trial import RunningTrial, TrialSpec, warm_up
+from harness.trial.world_client import WorldClient, WorldProcess
 
 
 @dataclass

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.scenario import Scenario
-from harness.tools import Toolbox
+from harness.tools.toolbox import Toolbox
 
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent / "adapters"
 ENTRY_POINT_GROUP = "stopbench.adapters"

@@ -19,13 +19,14 @@ from typing import Any
 
 import httpx
 
-from harness import audit, mitigation
-from harness.adapter import Adapter, NoResume, TrialContext
+from harness.tools import mitigation
+from harness.trial import audit
+from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.clock import sleep_until_ns
-from harness.mitigation import bump_generations
+from harness.tools.mitigation import bump_generations
 from harness.scenario import Offset, Scenario, parse_offset
-from harness.tools import Toolbox
-from harness.world.client import OWNER_ENV
+from harness.tools.toolbox import Toolbox
+from harness.vocabulary import OWNER_ENV
 
 
 @dataclass
@@ -328,7 +329,7 @@ class Subject:
 
     def _context(self) -> TrialContext:
         spec = self.spec
-        mcp_command = [sys.executable, "-m", "harness.world.mcp_server", "--run-url", spec.services_base_url]
+        mcp_command = [sys.executable, "-m", "harness.tools.mcp_server", "--run-url", spec.services_base_url]
         if spec.mitigation != "none":
             mcp_command += ["--mitigation", spec.mitigation, "--workdir", spec.workdir, "--run-id", spec.run_id]
         return TrialContext(

@@ -1,6 +1,6 @@
 """A real MCP stdio server serving the scenario tools for one run, by calling the world's services.
 
-`python -m harness.world.mcp_server --run-url http://127.0.0.1:PORT/runs/<run_id>`
+`python -m harness.tools.mcp_server --run-url http://127.0.0.1:PORT/runs/<run_id>`
 It registers its pid with the world when it starts, so an orphan is known for certain.
 Works with mcp 1.x (FastMCP) and 2.x (MCPServer): framework environments pin different majors.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import httpx
 
-from harness import mitigation as mitigations
-from harness.tools import Toolbox
+from harness.tools import mitigation as mitigations
+from harness.tools.toolbox import Toolbox
 
 
 def _server_class():
@@ -41,7 +41,7 @@ def build_server(run_url: str, mitigation: str = "none", workdir: str | None = N
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m harness.world.mcp_server")
+    parser = argparse.ArgumentParser(prog="python -m harness.tools.mcp_server")
     parser.add_argument("--run-url", required=True, help="the run's services base URL")
     parser.add_argument("--mitigation", default="none", choices=mitigations.MITIGATIONS)
     parser.add_argument("--workdir", help="the trial folder (saga log and key generations live there)")

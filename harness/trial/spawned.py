@@ -4,9 +4,9 @@ import json
 import os
 import sys
 
-from harness.adapter import load_adapter
+from harness.contract.adapter import load_adapter
 from harness.scenario import scenario_from_dict
-from harness.subject import SubjectSpec, subject_main
+from harness.trial.subject import SubjectSpec, subject_main
 
 if __name__ == "__main__":
     spec = SubjectSpec.from_json(sys.argv[1])

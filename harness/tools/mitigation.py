@@ -15,14 +15,13 @@ policy through its command line and shares the trial folder's files).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.tools import TOOL_KIND
+from harness.tools.catalogue import TOOL_KIND, logical_effect
 
 MITIGATIONS = ("none", "saga", "idempotent", "saga+idempotent")
 SAGA_LOG = "saga.jsonl"
@@ -36,10 +35,6 @@ def parse(name: str) -> tuple[bool, bool]:
     return "saga" in name, "idempotent" in name
 
 
-def _logical(tool: str, arguments: dict[str, Any]) -> str:
-    return hashlib.sha256(f"{tool}:{json.dumps(arguments, sort_keys=True)}".encode()).hexdigest()[:16]
-
-
 class KeyPolicy:
     """Idempotency-Key = hash(run, tool, arguments, generation of that logical effect)."""
 
@@ -50,7 +45,7 @@ class KeyPolicy:
     def __call__(self, tool: str, arguments: dict[str, Any]) -> str | None:
         if tool not in TOOL_KIND:
             return None
-        logical = _logical(tool, arguments)
+        logical = logical_effect(TOOL_KIND[tool], arguments)
         try:
             generation = json.loads(self.generations.read_text()).get(logical, 0)
         except (OSError, ValueError):
@@ -86,7 +81,7 @@ class SagaLog:
 
     def attempt(self, tool: str, arguments: dict[str, Any], key: str | None) -> None:
         if tool in TOOL_KIND and key:
-            self._append({"kind": TOOL_KIND[tool], "key": key, "logical": _logical(tool, arguments)})
+            self._append({"kind": TOOL_KIND[tool], "key": key, "logical": logical_effect(TOOL_KIND[tool], arguments)})
 
     def _append(self, entry: dict[str, Any]) -> None:
         with self._lock, self.path.open("a") as f:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.results import SCHEMA_VERSION, raw_files, read_rows
+from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
 
 KEYS = ["adapter", "mode", "mitigation"]
 CELL = ["scenario", "offset", "tool_style"]
@@ -90,8 +90,8 @@ def compare(old_dir: Path, new_dir: Path) -> str:
     """Markdown: what changed between OLD and NEW, row by row of the capability table."""
     import pandas as pd
 
-    from harness.claims import CAPABILITY_RULES, capability_row
-    from harness.report import _cell
+    from harness.results.claims import CAPABILITY_RULES, capability_row
+    from harness.results.report import _cell
 
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)

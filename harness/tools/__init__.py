@@ -1,0 +1,1 @@
+"""The scenario tools: the catalogue, the one implementation (sync and async), the MCP server, idempotency keys."""

@@ -1,0 +1,1 @@
+"""The trial machinery: plan a matrix, fork a subject per trial, watch it, reap, one row each."""

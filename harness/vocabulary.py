@@ -1,0 +1,74 @@
+"""The shared vocabulary: every ledger event, mark and audit phase, named once.
+
+The world records events; the trial stamps marks (an event named `mark` with a `name`); the metrics
+read both. All three import these names from here, so a name cannot drift between writer and reader.
+They are `StrEnum`s: each member is its string, so rows and ledgers stay plain JSON.
+(trio's cancellation vocabulary is the model: one word per moment, used everywhere.)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+#: environment variable every process stopbench starts carries (`world:<owner pid>` or `run:<run id>`),
+#: so a stray one can be found and attributed
+OWNER_ENV = "STOPBENCH_OWNER"
+
+
+class Event(StrEnum):
+    """What the world records in a run's ledger."""
+
+    RUN_CREATED = "run_created"
+    MARK = "mark"  # the trial's own stamp; its `name` is a Mark
+    LLM_REQUEST = "llm_request"
+    TOKEN = "token"
+    DISCONNECT = "disconnect"  # the client went away mid-stream
+    RESPONSE_DONE = "response_done"
+    EFFECT_RECEIVED = "effect_received"
+    EFFECT_COMMITTED = "effect_committed"
+    EFFECT_ABORTED = "effect_aborted"
+    EFFECT_DUPLICATE = "effect_duplicate"  # a repeated Idempotency-Key, answered from the first call
+    COMPENSATION = "compensation"
+    READ = "read"
+    PROCESS_REGISTERED = "process_registered"  # an MCP server said who it is
+    ANCHOR_FIRED = "anchor_fired"
+    ANCHOR_RELEASED = "anchor_released"
+
+
+#: events that are the run's own activity (marks and anchors are the trial and the world talking)
+ACTIVITY_EVENTS = frozenset({
+    Event.LLM_REQUEST, Event.TOKEN, Event.DISCONNECT, Event.RESPONSE_DONE, Event.EFFECT_RECEIVED,
+    Event.EFFECT_COMMITTED, Event.EFFECT_ABORTED, Event.EFFECT_DUPLICATE, Event.COMPENSATION, Event.READ,
+    Event.PROCESS_REGISTERED,
+})
+
+
+class Mark(StrEnum):
+    """The trial's marks, in the order a trial stamps them."""
+
+    AUDIT = "audit"  # with data.phase, an AuditPhase
+    SKIPPED = "skipped"
+    RUN_STARTED = "run_started"  # start() is called
+    STOP_CALLED = "stop_called"  # the button is pressed: every "after stop" counts from here
+    STOP_RETURNED = "stop_returned"  # the button says it has stopped
+    JOB_ENDED = "job_ended"
+    SAGA = "saga"  # the saga mitigation compensated (data.compensated)
+    SAGA_LATE = "saga_late"
+    SETTLE = "settle"  # the run went quiet (data: the world's quiet answer)
+    SETTLE_SAGA = "settle_saga"
+    RESUME_STARTED = "resume_started"  # the resume phase begins
+    RESUME_RETURNED = "resume_returned"
+    RESUME_ABSENT = "resume_absent"
+    SETTLE_RESUME = "settle_resume"
+    CLOSED = "closed"
+    HUNG = "hung"  # a step overran its deadline (data.step, data.seconds)
+    ERROR = "error"  # the adapter or framework raised (data.step, data.error)
+    WATCHDOG_KILLED = "watchdog_killed"
+    REAPED = "reaped"  # what the harness had to kill (data.processes)
+
+
+class AuditPhase(StrEnum):
+    BASELINE = "baseline"
+    AFTER_STOP = "after_stop"
+    AFTER_RESUME = "after_resume"
+    AFTER_CLOSE = "after_close"
