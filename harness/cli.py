@@ -10,7 +10,7 @@ import contextlib
 import sys
 from pathlib import Path
 
-from harness.contract.adapter import AdapterError
+from harness.contract.registry import AdapterError
 from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
 
 
@@ -25,7 +25,7 @@ def cmd_world(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from harness.contract.adapter import load_adapter
+    from harness.contract.registry import load_adapter
     from harness.trial.runner import RunOptions, run_matrix
     from harness.trial.subject import Deadlines
 
@@ -74,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.contract.adapter import available_adapters, load_adapter
+    from harness.contract.registry import available_adapters, load_adapter
     from harness.scenario import load_scenarios
     from harness.world.model_api import tokens_per_turn
 

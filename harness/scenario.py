@@ -17,7 +17,6 @@ import yaml
 
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_NAMES, TOOL_PARAMETERS
 
-
 DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
 _OFFSET_RE = re.compile(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract.adapter import load_adapter
+from harness.contract.registry import load_adapter
 from harness.results.rows import raw_file, read_rows
 from harness.trial.runner import RunOptions, run_matrix
 from harness.trial.subject import Deadlines

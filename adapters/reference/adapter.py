@@ -11,6 +11,7 @@ No framework. It shows what is possible, so every framework's row has something 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from harness.contract.adapter import Adapter, TrialContext, in_own_thread
+from harness.contract.adapter import Adapter, McpServer
+from harness.contract.kit import OwnedContext, in_own_thread
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 
@@ -62,21 +64,21 @@ class ReferenceAdapter(Adapter):
     resume_primitive = "run the loop again from its checkpoint of completed steps (idempotency key per step)"
     packages = ("openai",)
 
-    async def start(self, ctx: TrialContext) -> None:
-        self.ctx = ctx
+    async def start(self) -> None:
+        ctx = self.ctx
         self.client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="x", max_retries=0)
         self.checkpoint = Checkpoint(ctx.workdir / "reference-checkpoint.json")
         self.inflight: set[asyncio.Task] = set()
         self.stop_ns: int | None = None
-        self.mcp: _McpTools | None = None
+        self.mcp: OwnedContext | None = None
         if ctx.tool_style == "mcp":
-            self.mcp = await _McpTools.open(ctx.mcp_command)
+            self.mcp = await OwnedContext.open(lambda: _mcp_session(ctx.mcp))
         self.task = asyncio.create_task(self._loop())
 
     async def wait(self) -> None:
         await self.task
 
-    async def stop(self, mode: str) -> None:
+    async def stop_cancel(self) -> None:
         self.stop_ns = time.monotonic_ns()
         self.task.cancel()
         await asyncio.wait({self.task})  # first the model stream: closed once the task has unwound
@@ -89,7 +91,7 @@ class ReferenceAdapter(Adapter):
     async def resume(self) -> None:
         self.stop_ns = None
         if self.ctx.tool_style == "mcp" and self.mcp is None:
-            self.mcp = await _McpTools.open(self.ctx.mcp_command)
+            self.mcp = await OwnedContext.open(lambda: _mcp_session(self.ctx.mcp))
         self.task = asyncio.create_task(self._loop())
         await self.task
 
@@ -153,11 +155,11 @@ class ReferenceAdapter(Adapter):
         attempt = self.checkpoint.attempts.get(call["id"], 0)
         key = f"{self.ctx.run_id}:{call['id']}:{attempt}"
         if self.mcp is not None:
-            content = await self.mcp.call(name, args)
+            content = await _mcp_call(self.mcp.value, name, args)
         elif self.ctx.tool_style == "sync":
-            content = await asyncio.shield(in_own_thread(self.ctx.tools.call, name, args, key, name="reference-tool"))
+            content = await asyncio.shield(in_own_thread(self.ctx.toolbox.call, name, args, key, name="reference-tool"))
         else:
-            content = await self.ctx.tools.acall(name, args, idempotency_key=key)
+            content = await self.ctx.toolbox.acall(name, args, idempotency_key=key)
         try:
             answer = json.loads(content)
         except ValueError:
@@ -172,57 +174,30 @@ class ReferenceAdapter(Adapter):
         late = [(cid, r["effect"]) for cid, r in self.checkpoint.results.items()
                 if r["effect"] and r["effect"].get("committed_ns") and r["effect"]["committed_ns"] > self.stop_ns]
         for cid, effect in late:
-            await self.ctx.tools.acompensate(effect["kind"], effect["effect_id"])
+            await self.ctx.toolbox.acompensate(effect["kind"], effect["effect_id"])
             del self.checkpoint.results[cid]
             self.checkpoint.attempts[cid] = self.checkpoint.attempts.get(cid, 0) + 1
         self.checkpoint.save()
 
 
-class _McpTools:
-    """The world's MCP stdio server, owned by one task (anyio scopes must exit where they entered)."""
+@contextlib.asynccontextmanager
+async def _mcp_session(server: McpServer):
+    """The world's MCP stdio server through the mcp SDK's own client: stdio_client + ClientSession."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
-    def __init__(self) -> None:
-        self.session = None
-        self._closing = asyncio.Event()
-        self._ready = asyncio.Event()
-        self._owner: asyncio.Task | None = None
-        self._error: BaseException | None = None
+    async with stdio_client(StdioServerParameters(**server.params())) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
 
-    @classmethod
-    async def open(cls, command: list[str]) -> _McpTools:
-        self = cls()
-        self._owner = asyncio.create_task(self._own(command))
-        await self._ready.wait()
-        if self._error is not None:
-            raise self._error
-        return self
 
-    async def _own(self, command: list[str]) -> None:
-        from mcp import ClientSession, StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
-        try:
-            params = StdioServerParameters(command=command[0], args=command[1:])
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-                await session.initialize()
-                self.session = session
-                self._ready.set()
-                await self._closing.wait()
-        except BaseException as e:
-            self._error = e
-            self._ready.set()
-
-    async def call(self, name: str, args: dict[str, Any]) -> str:
-        result = await self.session.call_tool(name, args)
-        text = "".join(getattr(c, "text", "") for c in result.content)
-        if getattr(result, "is_error", None) or getattr(result, "isError", None):  # mcp 2.x / 1.x
-            raise RuntimeError(f"MCP tool {name} failed: {text}")
-        return text
-
-    async def close(self) -> None:
-        self._closing.set()
-        if self._owner is not None:
-            await self._owner
+async def _mcp_call(session: Any, name: str, args: dict[str, Any]) -> str:
+    result = await session.call_tool(name, args)
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    if getattr(result, "is_error", None) or getattr(result, "isError", None):  # mcp 2.x / 1.x
+        raise RuntimeError(f"MCP tool {name} failed: {text}")
+    return text
 
 
 ADAPTER = ReferenceAdapter

@@ -19,7 +19,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             reason="no --adapter given"))])
         return
     if "mode_and_style" in metafunc.fixturenames:
-        from harness.contract.adapter import load_adapter
+        from harness.contract.registry import load_adapter
 
         params = []
         for name in names:

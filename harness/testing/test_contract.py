@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract.adapter import TOOL_STYLES, Adapter, load_adapter
+from harness.contract.adapter import TOOL_STYLES, Adapter
+from harness.contract.registry import load_adapter
 from harness.trial.runner import RunOptions, run_matrix
 from harness.trial.trial import processes_of_runs
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.contract.adapter import Adapter, AdapterError
-from harness.tools.mitigation import MITIGATIONS
+from harness.contract.adapter import Adapter
+from harness.contract.registry import AdapterError
 from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
+from harness.tools.mitigation import MITIGATIONS
 from harness.trial.subject import Deadlines
 from harness.trial.trial import RunningTrial, TrialSpec, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess

@@ -4,7 +4,7 @@ import json
 import os
 import sys
 
-from harness.contract.adapter import load_adapter
+from harness.contract.registry import load_adapter
 from harness.scenario import scenario_from_dict
 from harness.trial.subject import SubjectSpec, subject_main
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import httpx
 
-from harness.tools import mitigation
-from harness.trial import audit
-from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.clock import sleep_until_ns
-from harness.tools.mitigation import bump_generations
+from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.scenario import Offset, Scenario, parse_offset
+from harness.tools import mitigation
+from harness.tools.mitigation import bump_generations
 from harness.tools.toolbox import Toolbox
+from harness.trial import audit
 from harness.vocabulary import OWNER_ENV
 
 
@@ -168,11 +168,10 @@ class Subject:
         if why:
             await self.mark("skipped", reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
-        adapter = self.adapter_cls()
-        ctx = self._context()
+        adapter = self.adapter_cls(self._context())
         run_started = time.monotonic_ns()
         await self.mark("run_started", t=run_started)
-        in_time, err = await self.bounded("start", adapter.start(ctx), spec.deadlines.start)
+        in_time, err = await self.bounded("start", adapter.start(), spec.deadlines.start)
         if err is not None or not in_time:
             if err is not None:
                 await self.mark("error", step="start", error=_describe(err))
@@ -205,7 +204,7 @@ class Subject:
             return
 
         t_called = self.t_called = time.monotonic_ns()
-        stopping = self.own(adapter.stop(spec.mode))  # pressed first; the mark is posted while it runs
+        stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
         called_mark = self.own(self._mark_after_yield("stop_called", t_called, anchor_info))
         in_time, err = await self.bounded("stop", stopping, spec.deadlines.stop)
         t_returned = time.monotonic_ns()
@@ -329,14 +328,14 @@ class Subject:
 
     def _context(self) -> TrialContext:
         spec = self.spec
-        mcp_command = [sys.executable, "-m", "harness.tools.mcp_server", "--run-url", spec.services_base_url]
+        args = ["-m", "harness.tools.mcp_server", "--run-url", spec.services_base_url]
         if spec.mitigation != "none":
-            mcp_command += ["--mitigation", spec.mitigation, "--workdir", spec.workdir, "--run-id", spec.run_id]
+            args += ["--mitigation", spec.mitigation, "--workdir", spec.workdir, "--run-id", spec.run_id]
+        mcp = McpServer(command=sys.executable, args=tuple(args), env={OWNER_ENV: f"run:{spec.run_id}"})
         return TrialContext(
             run_id=spec.run_id, scenario=self.scenario, model_base_url=spec.model_base_url,
-            services_base_url=spec.services_base_url, model_name=spec.model_name, tool_style=spec.tool_style,
-            tools=self.toolbox, mcp_command=mcp_command, workdir=Path(spec.workdir),
-            seed=spec.seed, env={OWNER_ENV: f"run:{spec.run_id}"}, mode=spec.mode,
+            services_base_url=spec.services_base_url, model_name=spec.model_name, mode=spec.mode,
+            tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=Path(spec.workdir), seed=spec.seed,
         )
 
 

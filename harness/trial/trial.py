@@ -21,8 +21,8 @@ from typing import Any
 
 import psutil
 
-from harness.results import metrics
 from harness.contract.adapter import Adapter
+from harness.results import metrics
 from harness.scenario import Scenario, parse_offset
 from harness.trial.subject import Deadlines, SubjectSpec, subject_main
 from harness.trial.world_client import WorldClient

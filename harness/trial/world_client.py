@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 
 from harness.scenario import DEFAULT_SCENARIOS_DIR
-
 from harness.vocabulary import OWNER_ENV
 
 
