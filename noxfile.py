@@ -1,64 +1,61 @@
 """Reproduce stopbench: `nox` runs every framework's bench and then the report; `nox -s tests` tests.
 
-Each framework gets its own virtualenv with its own pinned constraints file (their pins conflict:
-CrewAI needs openai<3 and mcp<2, the others take openai 3.x and mcp 2.x). The harness is installed
-into every one of them.
+Sessions are derived from the framework folders (adapters/<name>/framework.toml, harness/frameworks.py):
+each framework gets its own virtualenv with its own dependencies and pinned constraints (their pins
+conflict: CrewAI needs openai<3 and mcp<2, the others take openai 3.x and mcp 2.x). The harness is
+installed into every one of them.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import nox
+
+ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT))
+from harness.frameworks import CORE, Framework, discover, test_suites  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["bench", "report"]
 nox.options.reuse_existing_virtualenvs = True
 
-ROOT = Path(__file__).parent
-ADAPTERS = sorted(p.parent.name.replace("_", "-") for p in (ROOT / "adapters").glob("*/adapter.py"))
+FRAMEWORKS: dict[str, Framework] = {f.name: f for f in discover(ROOT)}
 RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
 # Two trials side by side: measured to give the same counts as one at a time (timings are noisier)
 JOBS = os.environ.get("STOPBENCH_JOBS", "2")
 MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
-# Second adapter classes of a framework, benched in its session: (import path, extra run arguments)
-VARIANTS = {
-    "autogen": [("adapters.autogen.adapter:AutogenLoadStateAdapter",  # the save_state/load_state resume path
-                 ("--scenario", "q3_report", "--scenario", "inbox_triage"))],
-}
 
 
-def install_adapter(session: nox.Session, adapter: str, *extras: str) -> None:
-    """The harness plus one adapter's framework, at the adapter's pinned versions."""
-    folder = ROOT / "adapters" / adapter.replace("-", "_")
-    constraints = folder / "constraints.txt"
-    spec = f".[{','.join((adapter, *extras))}]"
-    args = ["-e", spec] + (["-c", str(constraints)] if constraints.exists() else [])
-    session.install(*args)
+def install_framework(session: nox.Session, name: str, *extras: str) -> None:
+    """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions."""
+    spec = f".[{','.join(extras)}]" if extras else "."
+    session.install("-e", spec, *FRAMEWORKS[name].install_args())
 
 
 @nox.session
-@nox.parametrize("suite", ["core", *[a for a in ADAPTERS if a != "reference"]])
+@nox.parametrize("suite", test_suites(ROOT))
 def tests(session: nox.Session, suite: str) -> None:
     """`core`: the world, the harness and the reference adapter; others: that adapter's contract tests."""
     if suite == "core":
-        install_adapter(session, "reference", "test", "report", "dev")
+        install_framework(session, CORE, "test", "report", "dev")
         session.run("ruff", "check", ".")
         session.run("actionlint", *sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")))
         session.run("pytest", "-q", *session.posargs)
         return
-    install_adapter(session, suite, "test")
+    install_framework(session, suite, "test")
     session.run("stopbench", "test-adapter", suite, *session.posargs)
 
 
 @nox.session
-@nox.parametrize("adapter", ADAPTERS)
+@nox.parametrize("adapter", sorted(FRAMEWORKS))
 def bench(session: nox.Session, adapter: str) -> None:
-    """Every stop mode x scenario x offset x tool style x repetition for one adapter."""
-    install_adapter(session, adapter)
+    """Every stop mode x scenario x offset x tool style x repetition for one framework (and its variants)."""
+    install_framework(session, adapter)
     session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                 *session.posargs)
     if session.posargs:  # a partial run by hand: just that
@@ -68,20 +65,21 @@ def bench(session: nox.Session, adapter: str) -> None:
                 *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
                 *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
                 "--jobs", JOBS, "--out", RESULTS)
-    for ref, extra in VARIANTS.get(adapter, []):
-        session.run("stopbench", "run", "--adapter", ref, *extra, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS)
+    for variant in FRAMEWORKS[adapter].variants:
+        session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
+                    "--out", RESULTS)
 
 
 @nox.session
 def report(session: nox.Session) -> None:
     """Tables and plots from results/raw/ into results/README.md, CSV and HTML (`-- DIR` for another folder)."""
-    install_adapter(session, "reference", "report")  # the reference pins cover pandas and matplotlib too
+    install_framework(session, CORE, "report")  # the reference pins cover pandas and matplotlib too
     session.run("stopbench", "report", *(session.posargs or [RESULTS]))
 
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """The harness's own speed: world throughput, pacing, trigger delay, per-trial overhead."""
-    install_adapter(session, "reference", "test")
+    install_framework(session, CORE, "test")
     session.run("python", "benchmarks/world_bench.py")
     session.run("python", "benchmarks/trial_overhead.py")

@@ -1,0 +1,128 @@
+"""Framework folders describe themselves: nox sessions, test suites and CI matrices are derived from them.
+
+`adapters/<folder>/` is one framework: `adapter.py` (its `ADAPTER`), `README.md`, `framework.toml` (its
+dependencies and further adapter classes), `constraints.txt` (pins, optional) and `claims.yaml` (what the
+article says about it, optional). Adding a framework touches nothing outside its folder.
+
+Standard library only: the noxfile and the CI workflow read this before anything is installed.
+`python -m harness.frameworks matrix` prints the CI matrix as JSON; `python -m harness.frameworks list`
+prints one framework a line.
+
+framework.toml:
+    dependencies = ["crewai>=1.15,<1.16", ...]   # pip requirements of the adapter (the harness comes too)
+    [[variants]]                                  # more adapter classes of this framework, benched with it
+    adapter = "adapters.autogen.adapter:AutogenLoadStateAdapter"
+    args = ["--scenario", "q3_report"]            # extra `stopbench run` arguments for it
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = "framework.toml"
+#: the framework that the core test suite covers (it needs no framework of its own)
+CORE = "reference"
+
+
+class FrameworkError(ValueError):
+    """A framework folder is malformed; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    adapter: str  # import path package.module:Class
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str  # the adapter name: the folder with - for _
+    folder: Path
+    dependencies: tuple[str, ...]
+    variants: tuple[Variant, ...] = ()
+
+    @property
+    def constraints(self) -> Path | None:
+        path = self.folder / "constraints.txt"
+        return path if path.exists() else None
+
+    def install_args(self) -> list[str]:
+        """`pip install` arguments for this framework's adapter (the harness itself is installed apart)."""
+        args = list(self.dependencies)
+        if self.constraints:
+            args += ["-c", str(self.constraints)]
+        return args
+
+
+def _strings(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FrameworkError(f"{where}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def load(folder: Path) -> Framework:
+    path = folder / MANIFEST
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise FrameworkError(f"{path}: cannot read: {e}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise FrameworkError(f"{path}: not valid TOML: {e}") from e
+    unknown = set(data) - {"dependencies", "variants"}
+    if unknown:
+        raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: dependencies, variants)")
+    deps = _strings(data.get("dependencies", []), f"{path}: dependencies")
+    variants = []
+    for i, v in enumerate(data.get("variants", [])):
+        where = f"{path}: variants[{i}]"
+        if not isinstance(v, dict) or not isinstance(v.get("adapter"), str) or ":" not in v["adapter"]:
+            raise FrameworkError(f"{where}.adapter: expected an import path package.module:Class")
+        variants.append(Variant(v["adapter"], _strings(v.get("args", []), f"{where}.args")))
+    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants))
+
+
+def discover(root: Path = ROOT) -> list[Framework]:
+    """Every folder under adapters/ with an adapter.py, sorted by name."""
+    adapters = root / "adapters"
+    folders = sorted(p for p in adapters.iterdir() if (p / "adapter.py").exists() and not p.name.startswith("_")) \
+        if adapters.is_dir() else []
+    missing = [f for f in folders if not (f / MANIFEST).exists()]
+    if missing:
+        raise FrameworkError(f"{missing[0] / MANIFEST}: missing (every adapters/<name>/ declares its dependencies)")
+    return [load(f) for f in folders]
+
+
+def ci_matrix(root: Path = ROOT) -> dict[str, list[str]]:
+    """The GitHub Actions matrix: one job per framework."""
+    return {"adapter": [f.name for f in discover(root)]}
+
+
+def test_suites(root: Path = ROOT) -> list[str]:
+    """`core` (the world, the harness and the reference adapter), then one contract suite per framework."""
+    return ["core", *[f.name for f in discover(root) if f.name != CORE]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        if args == ["matrix"]:
+            print(json.dumps(ci_matrix()))
+        elif args == ["list"]:
+            for f in discover():
+                print(f.name)
+        else:
+            print("usage: python -m harness.frameworks matrix | list", file=sys.stderr)
+            return 2
+    except FrameworkError as e:
+        print(f"stopbench frameworks: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""A framework folder describes itself: adding one shows up in nox, the test suites and the CI matrix
+with no other file touched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import frameworks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of what nox and CI read (noxfile, harness/frameworks.py, the framework folders) plus one
+    throwaway framework folder."""
+    (tmp_path / "harness").mkdir()
+    for rel in ("noxfile.py", "harness/__init__.py", "harness/frameworks.py"):
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    shutil.copytree(ROOT / "adapters", tmp_path / "adapters", ignore=shutil.ignore_patterns("__pycache__"))
+    throwaway = tmp_path / "adapters" / "zz_throwaway"
+    throwaway.mkdir()
+    (throwaway / "adapter.py").write_text("ADAPTER = None\n")
+    (throwaway / "framework.toml").write_text('dependencies = ["zz-throwaway-framework==1.0"]\n')
+    return tmp_path
+
+
+def _python(tree: Path, *args: str) -> str:
+    out = subprocess.run([sys.executable, *args], cwd=tree, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_new_folder_is_a_nox_session_a_test_suite_and_a_ci_job(tree: Path):
+    listing = _python(tree, "-m", "nox", "-l", "-f", str(tree / "noxfile.py"))
+    assert "bench(adapter='zz-throwaway')" in listing
+    assert "tests(suite='zz-throwaway')" in listing
+    assert frameworks.test_suites(tree)[-1] == "zz-throwaway"
+    matrix = json.loads(_python(tree, "-m", "harness.frameworks", "matrix"))
+    assert matrix["adapter"] == ["autogen", "crewai", "langgraph", "openai-agents", "reference", "zz-throwaway"]
+    fw = {f.name: f for f in frameworks.discover(tree)}["zz-throwaway"]
+    assert fw.install_args() == ["zz-throwaway-framework==1.0"]  # no constraints.txt in the folder
+
+
+def test_ci_workflows_take_their_matrix_from_the_folders():
+    for workflow in (ROOT / ".github" / "workflows").glob("*.yml"):
+        text = workflow.read_text()
+        if "matrix.adapter" in text:
+            assert "fromJSON(needs.frameworks.outputs.matrix)" in text, workflow.name
+            assert "python -m harness.frameworks matrix" in text, workflow.name
+            assert "reference, langgraph" not in text, f"{workflow.name} lists frameworks by hand"
+
+
+def test_a_malformed_manifest_names_file_and_field(tree: Path):
+    manifest = tree / "adapters" / "zz_throwaway" / "framework.toml"
+    manifest.write_text('dependencies = "crewai"\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"zz_throwaway/framework.toml: dependencies: expected a list"):
+        frameworks.discover(tree)
+    manifest.write_text('dependencies = []\nextras = ["x"]\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"unknown field\(s\) extras"):
+        frameworks.discover(tree)
+    manifest.unlink()
+    with pytest.raises(frameworks.FrameworkError, match=r"zz_throwaway/framework.toml: missing"):
+        frameworks.discover(tree)
+
+
+def test_variants_are_read():
+    autogen = {f.name: f for f in frameworks.discover()}["autogen"]
+    assert [v.adapter for v in autogen.variants] == ["adapters.autogen.adapter:AutogenLoadStateAdapter"]
