@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.contract.adapter import Adapter, TrialContext
+from harness.contract.adapter import Adapter
 from harness.trial.runner import RunOptions, run_matrix
 
 OUT = Path(__file__).parent / "results" / "trial.json"
@@ -34,10 +34,10 @@ class NullAdapter(Adapter):
     stop_modes = {"cancel": "cancel an idle task"}
     tool_styles = ("async",)
 
-    async def start(self, ctx: TrialContext) -> None:
+    async def start(self) -> None:
         self.task = asyncio.create_task(asyncio.Event().wait())
 
-    async def stop(self, mode: str) -> None:
+    async def stop_cancel(self) -> None:
         self.task.cancel()
 
     async def wait(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.contract.registry import AdapterError
 from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
+from harness.tools.mitigation import MitigationError
 
 
 class UsageError(Exception):
@@ -27,7 +28,7 @@ def cmd_world(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.contract.registry import load_adapter
     from harness.trial.runner import RunOptions, run_matrix
-    from harness.trial.subject import Deadlines
+    from harness.trial.spec import Deadlines
 
     if args.reps < 1 or args.jobs < 1:
         raise UsageError("--reps and --jobs must be at least 1")
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, AdapterError, ScenarioError) as e:
+    except (UsageError, AdapterError, ScenarioError, MitigationError) as e:
         print(f"stopbench {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -146,13 +146,19 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
 
 
 def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
-    r = stopbench("new-adapter", "my-framework", "--dir", str(tmp_path))
+    r = stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "my_framework" / "adapter.py").exists()
-    assert stopbench("new-adapter", "my-framework", "--dir", str(tmp_path)).returncode == 2
+    written = (tmp_path / "acme_agents" / "adapter.py").read_text()
+    assert 'name = "acme-agents"' in written and "class AcmeAgentsAdapter(Adapter)" in written
+    assert "my-framework" not in written and "MyFramework" not in written
+    assert (tmp_path / "acme_agents" / "framework.toml").exists()
+    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"),
+                           str(tmp_path / "acme_agents")], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    assert stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path)).returncode == 2
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "harness.testing.plugin", "--pyargs",
-                        "harness.testing", "--adapter", "my_framework.adapter:ADAPTER", "-p", "no:cacheprovider"],
+                        "harness.testing", "--adapter", "acme_agents.adapter:ADAPTER", "-p", "no:cacheprovider"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert " passed" in r.stdout

@@ -11,9 +11,9 @@ import pytest
 
 from harness.contract.registry import load_adapter
 from harness.results.rows import raw_file, read_rows
+from harness.trial.reap import processes_of_runs
 from harness.trial.runner import RunOptions, run_matrix
-from harness.trial.subject import Deadlines
-from harness.trial.trial import processes_of_runs
+from harness.trial.spec import Deadlines
 
 KA = "tests.known_answer.adapters:"
 FAST = Deadlines(start=5, trigger=5, stop=1.5, wait=2, settle=5, resume=5, close=2, grace=1)

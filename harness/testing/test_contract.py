@@ -13,8 +13,8 @@ import pytest
 
 from harness.contract.adapter import TOOL_STYLES, Adapter
 from harness.contract.registry import load_adapter
+from harness.trial.reap import processes_of_runs
 from harness.trial.runner import RunOptions, run_matrix
-from harness.trial.trial import processes_of_runs
 
 SCENARIO = "q3_report"
 OFFSET = "on:llm_request:2"  # mid-run: after the first tool call, before the email

@@ -30,11 +30,10 @@ def _server_class():
 
 def build_server(run_url: str, mitigation: str = "none", workdir: str | None = None, run_id: str = ""):
     server = _server_class()("stopbench-world", log_level="WARNING")
-    saga, _ = mitigations.parse(mitigation)
+    policy = mitigations.Mitigation(mitigation)
     folder = Path(workdir or ".")
-    log = mitigations.SagaLog(folder) if saga else None
-    toolbox = Toolbox(run_url, key_policy=mitigations.key_policy(mitigation, run_id, folder),
-                      on_attempt=log.attempt if log else None)
+    log = policy.saga_log(folder)
+    toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder), on_attempt=log.attempt if log else None)
     for name, fn in toolbox.async_.items():
         server.tool(name=name, description=fn.__doc__)(fn)
     return server

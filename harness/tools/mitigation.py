@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,44 @@ SAGA_LOG = "saga.jsonl"
 GENERATIONS = "saga-generations.json"
 
 
-def parse(name: str) -> tuple[bool, bool]:
-    """(saga, idempotent)"""
-    if name not in MITIGATIONS:
-        raise ValueError(f"unknown mitigation {name!r} (known: {', '.join(MITIGATIONS)})")
-    return "saga" in name, "idempotent" in name
+class MitigationError(ValueError):
+    """An unknown mitigation name; the message lists the known ones."""
+
+
+@dataclass(frozen=True)
+class Mitigation:
+    """A mitigation, parsed once at the edge (CLI, plan) and handed around as this object."""
+
+    name: str = "none"
+
+    def __post_init__(self) -> None:
+        if self.name not in MITIGATIONS:
+            raise MitigationError(f"unknown mitigation {self.name!r} (known: {', '.join(MITIGATIONS)})")
+
+    @property
+    def saga(self) -> bool:
+        return "saga" in self.name
+
+    @property
+    def idempotent(self) -> bool:
+        return "idempotent" in self.name
+
+    def mcp_server_args(self, workdir: Path, run_id: str) -> list[str]:
+        """What the MCP server needs to apply the same policy (it shares the trial folder's files)."""
+        if self.name == "none":
+            return []
+        return ["--mitigation", self.name, "--workdir", str(workdir), "--run-id", run_id]
+
+    def key_policy(self, run_id: str, workdir: Path) -> KeyPolicy | CallKeys | None:
+        if self.idempotent:
+            return KeyPolicy(run_id, workdir)
+        return CallKeys(run_id) if self.saga else None
+
+    def saga_log(self, workdir: Path) -> SagaLog | None:
+        return SagaLog(workdir) if self.saga else None
+
+
+NONE = Mitigation()
 
 
 class KeyPolicy:
@@ -62,13 +96,6 @@ class CallKeys:
 
     def __call__(self, tool: str, arguments: dict[str, Any]) -> str | None:
         return f"{self.run_id}-call-{uuid.uuid4().hex[:16]}" if tool in TOOL_KIND else None
-
-
-def key_policy(mitigation: str, run_id: str, workdir: Path) -> KeyPolicy | CallKeys | None:
-    saga, idempotent = parse(mitigation)
-    if idempotent:
-        return KeyPolicy(run_id, workdir)
-    return CallKeys(run_id) if saga else None
 
 
 class SagaLog:

@@ -21,10 +21,10 @@ from typing import Any, TextIO
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
-from harness.scenario import DEFAULT_SCENARIOS_DIR, Scenario, load_scenarios, parse_offset
-from harness.tools.mitigation import MITIGATIONS
-from harness.trial.subject import Deadlines
-from harness.trial.trial import RunningTrial, TrialSpec, warm_up
+from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
+from harness.tools.mitigation import Mitigation
+from harness.trial.spec import Deadlines, TrialSpec
+from harness.trial.trial import RunningTrial, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess
 
 
@@ -33,9 +33,9 @@ class RunOptions:
     adapter: str
     modes: list[str] = field(default_factory=list)
     scenarios: list[str] = field(default_factory=list)
-    offsets: list[str] = field(default_factory=list)
+    offsets: list[Offset] = field(default_factory=list)
     tool_styles: list[str] = field(default_factory=list)
-    mitigations: list[str] = field(default_factory=lambda: ["none"])
+    mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int = 1
     out: Path = Path("results")
@@ -45,6 +45,11 @@ class RunOptions:
     seed: int = 0
     keep_workdirs: bool = False
     settle_window_ms: float | None = None  # None: derived from the scenario (see trial.settle_window_ms)
+
+    def __post_init__(self) -> None:
+        """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
+        self.offsets = [o if isinstance(o, Offset) else parse_offset(o, "--offset") for o in self.offsets]
+        self.mitigations = [m if isinstance(m, Mitigation) else Mitigation(m) for m in self.mitigations]
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -63,16 +68,10 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if st not in adapter_cls.tool_styles:
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
-    for mit in opts.mitigations:
-        if mit not in MITIGATIONS:
-            raise AdapterError(f"unknown mitigation {mit!r} (known: {', '.join(MITIGATIONS)})")
-    for o in opts.offsets:
-        parse_offset(o, "--offset")
     specs = []
     for scenario_name, mode, style, mit, rep in itertools.product(names, modes, styles, opts.mitigations,
                                                                  range(opts.reps)):
-        offsets = opts.offsets or [o.text for o in scenarios[scenario_name].offsets]
-        for offset in offsets:
+        for offset in opts.offsets or scenarios[scenario_name].offsets:
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed))
     return specs
 
@@ -110,7 +109,7 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
                     if not trial.poll():
                         continue
                     running.remove(item)
-                    row = _row(spec, adapter_cls.name, scenarios[spec.scenario], trial.finish(), versions, env)
+                    row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
                     append_row(out_file, row)
                     rows.append(row)
                     _progress(log, len(rows), len(todo), row, started)
@@ -134,24 +133,31 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     return rows
 
 
-def _row(spec: TrialSpec, name: str, scenario: Scenario, measured: dict[str, Any], versions: dict[str, str],
-         env: dict[str, Any]) -> dict[str, Any]:
-    """`adapter` is the adapter's declared name (what tables show); `adapter_ref` how it was loaded."""
+def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measured: dict[str, Any],
+         versions: dict[str, str], env: dict[str, Any]) -> dict[str, Any]:
+    """One row, its fields as harness/results/schema.py declares them. `adapter` is the adapter's declared name
+    (what tables show), `adapter_ref` how it was loaded, `framework` the framework it measures (claims)."""
     return {
-        "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": name,
-        "adapter_ref": spec.adapter,
-        "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset,
-        "offset_kind": "event" if parse_offset(spec.offset).is_event else "time", "tool_style": spec.tool_style,
-        "mitigation": spec.mitigation, "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": adapter_cls.name,
+        "adapter_ref": spec.adapter, "framework": adapter_cls.framework_name(),
+        "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
+        "offset_kind": "event" if spec.offset.is_event else "time", "tool_style": spec.tool_style,
+        "mitigation": spec.mitigation.name, "rep": spec.rep, "seed": spec.seed, "versions": versions,
         "finished_at": now_iso(), **env, **measured,
     }
 
 
+#: the fields the progress lines and the end-of-run summary show, under their schema labels
+CONSOLE_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_leaked", "lie_ms", "orphans")
+
+
 def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: float) -> None:
+    from harness.results.schema import label
+
     elapsed = time.monotonic() - started
     eta = elapsed / n * (total - n)
-    detail = (f"tokens+{row['tokens_after_stop']} leaked={row['effects_leaked']} lie={row['lie_ms']}ms "
-              f"orphans={row['orphans']}") if row["status"] == "ok" else (row.get("reason") or "")
+    detail = (", ".join(f"{label(k)} {row.get(k)}" for k in CONSOLE_FIELDS) if row["status"] == "ok"
+              else (row.get("reason") or ""))
     print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
           f"{row['scenario']} {row['offset']} {row['tool_style']} r{row['rep']}: {detail}", file=log, flush=True)
 
@@ -159,10 +165,13 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
     if not rows:
         return
+    from harness.results.schema import label
+
     statuses = Counter(r["status"] for r in rows)
     print("\nstatus: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())), file=log)
-    header = f"{'mode':<22}{'trials':>7}{'ok':>5}{'tok+':>7}{'req+':>6}{'leaked':>8}{'lie ms':>9}{'orphans':>9}"
-    print(header, file=log)
+    widths = [max(len(label(k)), 6) + 2 for k in CONSOLE_FIELDS]
+    print(f"{'mode':<22}{'trials':>7}{'ok':>5}" + "".join(f"{label(k):>{w}}" for k, w in zip(CONSOLE_FIELDS, widths,
+                                                                                              strict=True)), file=log)
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_mode.setdefault(r["mode"], []).append(r)
@@ -173,6 +182,6 @@ def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
             vals = sorted(r[key] for r in rows if r.get(key) is not None)
             return "-" if not vals else f"{vals[len(vals) // 2]:g}"
 
-        print(f"{mode:<22}{len(rs):>7}{len(ok):>5}{med('tokens_after_stop'):>7}{med('llm_requests_after_stop'):>6}"
-              f"{med('effects_leaked'):>8}{med('lie_ms'):>9}{med('orphans'):>9}", file=log)
+        print(f"{mode:<22}{len(rs):>7}{len(ok):>5}" + "".join(f"{med(k):>{w}}" for k, w in zip(CONSOLE_FIELDS, widths,
+                                                                                               strict=True)), file=log)
     print("(medians over ok trials)", file=log, flush=True)

@@ -1,126 +1,74 @@
 """Inside the subject process: one trial's steps, each stamped as a mark in the world's ledger.
 
 baseline audit -> start -> stop at the offset -> wait (bounded) -> settle -> audit -> resume ->
-settle -> audit -> close -> audit. Each step has a deadline; the step being run and its deadline
-are written to the watchdog pipe, so the parent can end a subject whose loop is stuck.
+settle -> audit -> close -> audit. Each step has a deadline, told to the parent through the watchdog
+pipe, so the parent can end a subject whose loop is stuck. The pieces it uses each have one job:
+marks (batching), control (when the stop is due), saga (the mitigation hook), audit (what is alive).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from harness.clock import sleep_until_ns
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
-from harness.scenario import Offset, Scenario, parse_offset
-from harness.tools import mitigation
-from harness.tools.mitigation import bump_generations
+from harness.scenario import Scenario
 from harness.tools.toolbox import Toolbox
 from harness.trial import audit
-from harness.vocabulary import OWNER_ENV
-
-
-@dataclass
-class Deadlines:
-    """Seconds each step may take before the trial calls it hung."""
-
-    start: float = 15.0
-    trigger: float = 20.0  # from start until the offset fires
-    stop: float = 5.0
-    wait: float = 5.0  # after stop returned, for the job to end
-    settle: float = 10.0
-    resume: float = 30.0
-    close: float = 10.0
-    grace: float = 3.0  # watchdog slack on top of a step's deadline
-
-
-@dataclass
-class SubjectSpec:
-    """Everything a subject needs; JSON-able so a spawned subject gets the same as a forked one."""
-
-    adapter: str
-    mode: str
-    tool_style: str
-    offset: str
-    world_url: str
-    run_id: str
-    model_base_url: str
-    services_base_url: str
-    workdir: str
-    seed: int
-    settle_window_ms: float
-    deadlines: Deadlines = field(default_factory=Deadlines)
-    model_name: str = "scripted-model"
-    mitigation: str = "none"
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_json(cls, text: str) -> SubjectSpec:
-        data = json.loads(text)
-        data["deadlines"] = Deadlines(**data["deadlines"])
-        return cls(**data)
+from harness.trial.control import ControlStream, pressed
+from harness.trial.marks import MarkBuffer
+from harness.trial.saga import Saga, saga_for
+from harness.trial.spec import SubjectPlan
+from harness.trial.watchdog import WatchdogPipe
+from harness.vocabulary import OWNER_ENV, AuditPhase, Mark
 
 
 class Subject:
-    def __init__(self, spec: SubjectSpec, adapter_cls: type[Adapter], scenario: Scenario, watchdog_fd: int):
-        self.spec = spec
+    def __init__(self, plan: SubjectPlan, adapter_cls: type[Adapter], scenario: Scenario, watchdog: WatchdogPipe):
+        self.plan = plan
+        self.spec = plan.spec
+        self.deadlines = plan.deadlines
         self.adapter_cls = adapter_cls
         self.scenario = scenario
-        self.offset: Offset = parse_offset(spec.offset)
-        self.watchdog_fd = watchdog_fd
-        self.run_url = f"{spec.world_url}/runs/{spec.run_id}"
+        self.watchdog = watchdog
         self.own_tasks: set[asyncio.Task] = set()
-        self.http: httpx.AsyncClient | None = None
-        self.pending: list[dict[str, Any]] = []  # marks not yet sent
         self.baseline: dict[str, Any] = {}
         self.t_called: int | None = None
-        saga, _ = mitigation.parse(spec.mitigation)
-        workdir = Path(spec.workdir)
-        self.saga = mitigation.SagaLog(workdir) if saga else None
-        self.compensated: set[str] = set()
-        self.toolbox = Toolbox(spec.services_base_url,
-                               key_policy=mitigation.key_policy(spec.mitigation, spec.run_id, workdir),
-                               on_attempt=self.saga.attempt if self.saga else None)
+        run, mitigation = plan.run, plan.spec.mitigation
+        self.saga_log = mitigation.saga_log(run.workdir)
+        self.toolbox = Toolbox(run.services_base_url, key_policy=mitigation.key_policy(run.run_id, run.workdir),
+                               on_attempt=self.saga_log.attempt if self.saga_log else None)
+        self.http: httpx.AsyncClient
+        self.marks: MarkBuffer
+        self.saga: Saga | None = None
 
     # --- plumbing --------------------------------------------------------------------------------
 
-    def step(self, name: str, seconds: float) -> None:
-        deadline = time.monotonic_ns() + int((seconds + self.spec.deadlines.grace) * 1e9)
-        os.write(self.watchdog_fd, (json.dumps({"step": name, "deadline_ns": deadline}) + "\n").encode())
+    async def mark(self, name: str, t: int | None = None, **data: Any) -> None:
+        self.marks.mark(name, t, **data)
+
+    async def flush(self) -> None:
+        await self.marks.flush()
 
     async def enter(self, name: str, seconds: float) -> None:
         """Start a step that may overrun: what is marked so far must be in the ledger before it."""
         await self.flush()
-        self.step(name, seconds)
+        self.watchdog.step(name, seconds)
 
-    async def mark(self, name: str, t: int | None = None, **data: Any) -> None:
-        """Stamp now (or at t); the mark reaches the world with the next flush (marks carry their time)."""
-        self.pending.append({"name": name, "t": t if t is not None else time.monotonic_ns(), "data": data or None})
-
-    async def flush(self) -> None:
-        if self.pending:
-            batch, self.pending = self.pending, []
-            r = await self.http.post(f"{self.run_url}/marks", json=batch)
-            r.raise_for_status()
-
-    async def audit(self, phase: str) -> None:
+    async def audit(self, phase: AuditPhase) -> None:
         snap = audit.snapshot(self.own_tasks)
-        if phase == "baseline":
+        if phase == AuditPhase.BASELINE:
             self.baseline = snap
-            await self.mark("audit", phase=phase, threads=len(snap["threads"]), tasks=snap["tasks"])
+            await self.mark(Mark.AUDIT, phase=phase, threads=len(snap["threads"]), tasks=snap["tasks"])
             return
-        await self.mark("audit", phase=phase, **audit.left_since(self.baseline, snap))
+        await self.mark(Mark.AUDIT, phase=phase, **audit.left_since(self.baseline, snap))
 
     async def _mark_after_yield(self, name: str, t: int, data: dict[str, Any]) -> None:
         """Post a mark after the loop has run what the stop set going (cancellations land first)."""
@@ -138,13 +86,13 @@ class Subject:
         """Run an adapter call with a deadline. Returns (finished_in_time, error)."""
         if step != "stop":  # the stop path flushes with stop_called, after the button is pressed
             await self.flush()
-        self.step(step, seconds)
+        self.watchdog.step(step, seconds)
         task = coro if isinstance(coro, asyncio.Task) else self.own(coro)
         try:
             await asyncio.wait_for(asyncio.shield(task), seconds)
             return True, None
         except TimeoutError:
-            await self.mark("hung", step=step, seconds=seconds)
+            await self.mark(Mark.HUNG, step=step, seconds=seconds)
             await self.flush()
             return False, None
         except (Exception, asyncio.CancelledError) as e:
@@ -153,28 +101,30 @@ class Subject:
     # --- the trial -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        spec = self.spec
+        spec, run, deadlines = self.spec, self.plan.run, self.deadlines
         self.http = httpx.AsyncClient(timeout=30, verify=False)  # loopback http: no CA bundle to load
+        self.marks = MarkBuffer(self.http, run.run_url)
+        if self.saga_log is not None:
+            self.saga = saga_for(spec.mitigation, self.saga_log, run.workdir, self.http, run.services_base_url,
+                                 self.toolbox)
         self.own_tasks.add(asyncio.current_task())
-        stop_signal = asyncio.Event()
-        anchor_info: dict[str, Any] = {}
-        if self.offset.is_event:
-            ready = asyncio.Event()
-            self.own(self._listen(stop_signal, ready, anchor_info))
-            await asyncio.wait_for(ready.wait(), 10)
-        await self.http.get(f"{spec.world_url}/health")  # the harness's own connection exists at baseline
-        await self.audit("baseline")
+        control = ControlStream(run.run_url) if spec.offset.is_event else None
+        if control is not None:
+            self.own(control.listen())
+            await asyncio.wait_for(control.ready.wait(), 10)
+        await self.http.get(f"{run.world_url}/health")  # the harness's own connection exists at baseline
+        await self.audit(AuditPhase.BASELINE)
         why = self.adapter_cls.unsupported.get((spec.mode, spec.tool_style))
         if why:
-            await self.mark("skipped", reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
+            await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
         adapter = self.adapter_cls(self._context())
         run_started = time.monotonic_ns()
-        await self.mark("run_started", t=run_started)
-        in_time, err = await self.bounded("start", adapter.start(), spec.deadlines.start)
+        await self.mark(Mark.RUN_STARTED, t=run_started)
+        in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
         if err is not None or not in_time:
             if err is not None:
-                await self.mark("error", step="start", error=_describe(err))
+                await self.mark(Mark.ERROR, step="start", error=_describe(err))
             await self._close(adapter)
             return
         job = self.own(adapter.wait())
@@ -182,45 +132,41 @@ class Subject:
         job.add_done_callback(lambda t: job_end.setdefault("t", time.monotonic_ns()))
 
         # --- the stop fires -------------------------------------------------------------------
-        await self.enter("trigger", spec.deadlines.trigger)
-        if self.offset.is_event:
-            trigger = self.own(stop_signal.wait())
-        else:
-            fire_at = run_started + int(self.offset.at_ms * 1e6)
-            trigger = self.own(sleep_until_ns(fire_at))
-        done, _ = await asyncio.wait({trigger, job}, timeout=spec.deadlines.trigger,
+        await self.enter("trigger", deadlines.trigger)
+        trigger = self.own(pressed(spec.offset, run_started, control))
+        done, _ = await asyncio.wait({trigger, job}, timeout=deadlines.trigger,
                                      return_when=asyncio.FIRST_COMPLETED)
         if trigger not in done:
             trigger.cancel()
             if job.done():
                 error = await self._job_ended(job, job_end)
                 if error:
-                    await self.mark("error", step="job", error=f"the job failed before the stop: {error}")
+                    await self.mark(Mark.ERROR, step="job", error=f"the job failed before the stop: {error}")
                 else:
-                    await self.mark("skipped", reason=f"the job ended before the stop offset {spec.offset}")
+                    await self.mark(Mark.SKIPPED, reason=f"the job ended before the stop offset {spec.offset.text}")
             else:
-                await self.mark("hung", step="trigger", seconds=spec.deadlines.trigger)
+                await self.mark(Mark.HUNG, step="trigger", seconds=deadlines.trigger)
             await self._close(adapter)
             return
 
         t_called = self.t_called = time.monotonic_ns()
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
-        called_mark = self.own(self._mark_after_yield("stop_called", t_called, anchor_info))
-        in_time, err = await self.bounded("stop", stopping, spec.deadlines.stop)
+        called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, control.anchor if control else {}))
+        in_time, err = await self.bounded("stop", stopping, deadlines.stop)
         t_returned = time.monotonic_ns()
         await called_mark
         if not in_time:
             await self._close(adapter)
             return
-        await self.mark("stop_returned", t=t_returned, error=_describe(err) if err else None)
+        await self.mark(Mark.STOP_RETURNED, t=t_returned, error=_describe(err) if err else None)
         if err is not None:
-            await self.mark("error", step="stop", error=_describe(err))
+            await self.mark(Mark.ERROR, step="stop", error=_describe(err))
 
-        await self.enter("wait", spec.deadlines.wait)
+        await self.enter("wait", deadlines.wait)
         try:
-            await asyncio.wait_for(asyncio.shield(job), spec.deadlines.wait)
+            await asyncio.wait_for(asyncio.shield(job), deadlines.wait)
         except TimeoutError:
-            await self.mark("hung", step="wait", seconds=spec.deadlines.wait,
+            await self.mark(Mark.HUNG, step="wait", seconds=deadlines.wait,
                             note="the job did not end after stop returned")
         except (Exception, asyncio.CancelledError):
             pass
@@ -228,11 +174,11 @@ class Subject:
             await self._job_ended(job, job_end)
 
         # --- settle, audit, resume --------------------------------------------------------------
-        await self._saga("saga")
-        await self._settle("settle")
-        if await self._saga("saga_late"):
-            await self._settle("settle_saga")
-        await self.audit("after_stop")
+        await self._saga(Mark.SAGA)
+        await self._settle(Mark.SETTLE)
+        if await self._saga(Mark.SAGA_LATE):
+            await self._settle(Mark.SETTLE_SAGA)
+        await self.audit(AuditPhase.AFTER_STOP)
         if job.done():
             await self._resume(adapter)
         await self._close(adapter)
@@ -241,66 +187,48 @@ class Subject:
         """Run the trial, then leave at once: leaked threads must not keep a finished subject alive."""
         await self.run()
         await self.flush()
-        os.write(self.watchdog_fd, b'{"step": "done"}\n')
+        self.watchdog.done()
         os._exit(0)
 
     async def _resume(self, adapter: Adapter) -> None:
         if not self.adapter_cls.has_resume():
-            await self.mark("resume_absent")
+            await self.mark(Mark.RESUME_ABSENT)
             return
-        await self.mark("resume_started")
-        in_time, err = await self.bounded("resume", adapter.resume(), self.spec.deadlines.resume)
+        await self.mark(Mark.RESUME_STARTED)
+        in_time, err = await self.bounded("resume", adapter.resume(), self.deadlines.resume)
         if not in_time:
             return
         if isinstance(err, NoResume):
-            await self.mark("resume_absent", reason=str(err))
+            await self.mark(Mark.RESUME_ABSENT, reason=str(err))
             return
-        await self.mark("resume_returned", error=_describe(err) if err else None)
-        await self._settle("settle_resume")
-        await self.audit("after_resume")
+        await self.mark(Mark.RESUME_RETURNED, error=_describe(err) if err else None)
+        await self._settle(Mark.SETTLE_RESUME)
+        await self.audit(AuditPhase.AFTER_RESUME)
 
     async def _close(self, adapter: Adapter) -> None:
-        in_time, err = await self.bounded("close", adapter.close(), self.spec.deadlines.close)
+        in_time, err = await self.bounded("close", adapter.close(), self.deadlines.close)
         if in_time:
-            await self.mark("closed", error=_describe(err) if err else None)
-        await _children_settle(self.spec.deadlines.grace / 3)
-        await self.audit("after_close")
+            await self.mark(Mark.CLOSED, error=_describe(err) if err else None)
+        await _children_settle(self.deadlines.grace / 3)
+        await self.audit(AuditPhase.AFTER_CLOSE)
 
     async def _saga(self, step: str) -> int:
-        """The saga mitigation: compensate, newest first, what committed after the stop and is not yet undone."""
-        if not self.saga or self.t_called is None:
+        """The saga mitigation's hook: compensate what committed after the stop and is not yet undone."""
+        if self.saga is None or self.t_called is None:
             return 0
-        committed = {e["effect_id"]: e for e in await self._saga_effects()}
-        late = sorted((e for e in committed.values()
-                       if e["committed_ns"] > self.t_called and e["effect_id"] not in self.compensated),
-                      key=lambda e: e["committed_ns"], reverse=True)
-        for entry in late:
-            await self.enter(step, self.spec.deadlines.settle)
-            await self.toolbox.acompensate(entry["kind"], entry["effect_id"])
-            self.compensated.add(entry["effect_id"])
+        late = await self.saga.late_effects(self.t_called)
+        for effect in late:
+            await self.enter(step, self.deadlines.settle)
+            await self.saga.compensate(effect)
         if late:
-            bump_generations(Path(self.spec.workdir), [e["logical"] for e in late])
+            self.saga.forget(late)
             await self.mark(step, compensated=[e["effect_id"] for e in late])
         return len(late)
 
-    async def _saga_effects(self) -> list[dict[str, Any]]:
-        """Committed effects of the logged calls, asked of the service by each call's key."""
-        calls = {entry["key"]: entry for entry in self.saga.entries()}
-        found = []
-        for key, call in calls.items():
-            r = await self.http.get(f"{self.spec.services_base_url}/effects", params={"idempotency_key": key})
-            if r.status_code == 404:  # the call never reached the service
-                continue
-            r.raise_for_status()
-            effect = r.json()
-            if effect["status"] == "committed":
-                found.append({**call, "effect_id": effect["effect_id"], "committed_ns": effect["committed_ns"]})
-        return found
-
     async def _settle(self, step: str) -> None:
-        await self.enter(step, self.spec.deadlines.settle)
-        r = await self.http.get(f"{self.run_url}/quiet", timeout=self.spec.deadlines.settle + 10, params={
-            "window_ms": self.spec.settle_window_ms, "deadline_ms": self.spec.deadlines.settle * 1000})
+        await self.enter(step, self.deadlines.settle)
+        r = await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=self.deadlines.settle + 10, params={
+            "window_ms": self.plan.settle_window_ms, "deadline_ms": self.deadlines.settle * 1000})
         await self.mark(step, **r.json())
 
     async def _job_ended(self, job: asyncio.Task, job_end: dict[str, Any]) -> str | None:
@@ -309,33 +237,18 @@ class Subject:
             error = "CancelledError"
         elif job.exception() is not None:
             error = _describe(job.exception())
-        await self.mark("job_ended", t=job_end.get("t"), error=error)
+        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error)
         return error
 
-    async def _listen(self, stop_signal: asyncio.Event, ready: asyncio.Event, info: dict[str, Any]) -> None:
-        """The control stream: the world pushes `stop` the moment the anchored event happens."""
-        url = f"{self.run_url}/control"
-        async with httpx.AsyncClient(timeout=None, verify=False) as client, client.stream("GET", url) as r:
-            async for line in r.aiter_lines():
-                if line.startswith(": open"):
-                    ready.set()
-                elif line.startswith("data:"):
-                    msg = json.loads(line[5:])
-                    info["anchor_t"] = msg.get("t")
-                    info["received_t"] = time.monotonic_ns()
-                    stop_signal.set()
-                    return
-
     def _context(self) -> TrialContext:
-        spec = self.spec
-        args = ["-m", "harness.tools.mcp_server", "--run-url", spec.services_base_url]
-        if spec.mitigation != "none":
-            args += ["--mitigation", spec.mitigation, "--workdir", spec.workdir, "--run-id", spec.run_id]
-        mcp = McpServer(command=sys.executable, args=tuple(args), env={OWNER_ENV: f"run:{spec.run_id}"})
+        spec, run = self.spec, self.plan.run
+        args = ("-m", "harness.tools.mcp_server", "--run-url", run.services_base_url,
+                *spec.mitigation.mcp_server_args(run.workdir, run.run_id))
+        mcp = McpServer(command=sys.executable, args=args, env={OWNER_ENV: f"run:{run.run_id}"})
         return TrialContext(
-            run_id=spec.run_id, scenario=self.scenario, model_base_url=spec.model_base_url,
-            services_base_url=spec.services_base_url, model_name=spec.model_name, mode=spec.mode,
-            tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=Path(spec.workdir), seed=spec.seed,
+            run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
+            services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
+            tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
         )
 
 
@@ -358,26 +271,28 @@ def _describe(err: BaseException) -> str:
     return text[:500]
 
 
-def prepare_process(spec: SubjectSpec, environment: dict[str, str]) -> None:
+def prepare_process(plan: SubjectPlan, environment: dict[str, str]) -> None:
     """Make the process the trial's own: env marker, HOME in the trial folder, egress counting."""
-    home = Path(spec.workdir) / "home"
+    workdir = plan.run.workdir
+    home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(environment)
-    os.environ[OWNER_ENV] = f"run:{spec.run_id}"
+    os.environ[OWNER_ENV] = f"run:{plan.run.run_id}"
     os.environ["HOME"] = str(home)
     os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
     os.environ["XDG_DATA_HOME"] = str(home / ".local" / "share")
     os.environ["XDG_CACHE_HOME"] = str(home / ".cache")
-    os.chdir(spec.workdir)
+    os.chdir(workdir)
     audit.install_egress_counter()
 
 
-def subject_main(spec: SubjectSpec, adapter_cls: type[Adapter], scenario: Scenario, watchdog_fd: int) -> int:
+def subject_main(plan: SubjectPlan, adapter_cls: type[Adapter], scenario: Scenario, watchdog_fd: int) -> int:
     """Entry point of a subject (forked or spawned). Returns the exit code."""
-    prepare_process(spec, adapter_cls.environment)
-    subject = Subject(spec, adapter_cls, scenario, watchdog_fd)
+    prepare_process(plan, adapter_cls.environment)
+    watchdog = WatchdogPipe(watchdog_fd, plan.deadlines.grace)
+    subject = Subject(plan, adapter_cls, scenario, watchdog)
     try:
         asyncio.run(subject.run_and_exit())
     except BaseException as e:  # the row says failed; the parent reads the reason from here
-        os.write(watchdog_fd, (json.dumps({"crash": _describe(e)}) + "\n").encode())
+        watchdog.crash(_describe(e))
     return 3

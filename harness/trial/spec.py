@@ -1,0 +1,90 @@
+"""What a trial is, as typed values: parsed once at the edge (CLI, plan), handed to the subject as objects.
+
+A forked subject inherits these objects; a spawned one gets them as JSON (`SubjectPlan.to_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.scenario import Offset, parse_offset
+from harness.tools.mitigation import Mitigation
+
+MODEL_NAME = "scripted-model"
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds each step may take before the trial calls it hung."""
+
+    start: float = 15.0
+    trigger: float = 20.0  # from start until the offset fires
+    stop: float = 5.0
+    wait: float = 5.0  # after stop returned, for the job to end
+    settle: float = 10.0
+    resume: float = 30.0
+    close: float = 10.0
+    grace: float = 3.0  # watchdog slack on top of a step's deadline
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One cell of the matrix: adapter x mode x scenario x offset x tools x mitigation x repetition."""
+
+    adapter: str
+    mode: str
+    scenario: str
+    offset: Offset
+    tool_style: str
+    mitigation: Mitigation = field(default_factory=Mitigation)
+    rep: int = 0
+    seed: int = 0
+
+    def trial_id(self, scenario_hash: str) -> str:
+        return (f"{self.adapter}|{self.mode}|{self.scenario}@{scenario_hash}|{self.offset.text}|"
+                f"{self.tool_style}|{self.mitigation.name}|{self.rep}")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the world gave the trial's run, and the trial's own folder."""
+
+    world_url: str
+    run_id: str
+    model_base_url: str
+    services_base_url: str
+    workdir: Path
+
+    @property
+    def run_url(self) -> str:
+        return f"{self.world_url}/runs/{self.run_id}"
+
+
+@dataclass(frozen=True)
+class SubjectPlan:
+    """Everything a subject needs to run its trial."""
+
+    spec: TrialSpec
+    run: RunInfo
+    settle_window_ms: float
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    model_name: str = MODEL_NAME
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["spec"]["offset"] = self.spec.offset.text
+        data["spec"]["mitigation"] = self.spec.mitigation.name
+        data["run"]["workdir"] = str(self.run.workdir)
+        return json.dumps(data)
+
+    @classmethod
+    def from_json(cls, text: str) -> SubjectPlan:
+        data: dict[str, Any] = json.loads(text)
+        spec = {**data["spec"], "offset": parse_offset(data["spec"]["offset"]),
+                "mitigation": Mitigation(data["spec"]["mitigation"])}
+        run = {**data["run"], "workdir": Path(data["run"]["workdir"])}
+        return cls(spec=TrialSpec(**spec), run=RunInfo(**run), settle_window_ms=data["settle_window_ms"],
+                   deadlines=Deadlines(**data["deadlines"]), model_name=data["model_name"])
