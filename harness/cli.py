@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.contract.registry import AdapterError
 from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
 from harness.tools.mitigation import MitigationError
+from harness.trial.spec import ShardError
 
 
 class UsageError(Exception):
@@ -37,7 +38,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         adapter=args.adapter, modes=args.mode or [], scenarios=args.scenario or [], offsets=args.offset or [],
         tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=args.jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
-        deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs,
+        deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
     )
     import signal
 
@@ -158,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="harness-side mitigation (repeatable; default: none)")
     r.add_argument("--reps", type=int, default=1)
     r.add_argument("--jobs", type=int, default=1, help="trials side by side")
+    r.add_argument("--shard", metavar="K/N", help="run only shard K of N of the matrix (deterministic; the N shards "
+                   "together are the whole matrix)")
     r.add_argument("--out", default="results")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--start-method", choices=["fork", "spawn"], default="fork")
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, AdapterError, ScenarioError, MitigationError) as e:
+    except (UsageError, AdapterError, ScenarioError, MitigationError, ShardError) as e:
         print(f"stopbench {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -1,21 +1,6 @@
-"""CrewAI: one Agent with the five tools, one Task whose description is the prompt, a Crew with
-checkpointing on, the native OpenAI provider (no litellm), and every stop button a CrewAI user has.
-
-CrewAI has no cancel method. The stop modes are what its users do instead:
-- abandon:              `crew.kickoff()` on a worker thread; the caller stops waiting (a web UI's stop).
-- cancel_kickoff_async: cancel the asyncio task awaiting `crew.kickoff_async()` (= to_thread(kickoff)).
-- cancel_akickoff:      cancel the asyncio task awaiting `crew.akickoff()` (native async).
-- stream_close:         `Crew(stream=True)`; the consumer leaves its chunk loop at the next chunk and calls
-                        `close()` (sync consumer on a worker thread) / `aclose()` (async consumer).
-- callback_flag:        the article's workaround: `Crew(step_callback=...)` raises once a cancel flag is set.
-- hook_abort:           a `before_llm_call` hook raises `crewai.hooks.HookAborted` once the flag is set.
-Modes that do not fix the entry point (stream_close, callback_flag, hook_abort) run the way sync user
-code does (`kickoff()` on a worker thread) with sync and MCP tools, and with `akickoff()` with async tools.
-
-Resume: `Crew.from_checkpoint(CheckpointConfig(restore_from=<newest checkpoint>))`, then the same entry
-point again (checkpoints asked for on task_started / llm_call_completed / tool_usage_finished /
-task_completed, under the trial folder). Set STOPBENCH_CREWAI_RESUME=rerun to measure the other path a
-user has: the same Crew object run again.
+"""CrewAI: one Agent with the five tools, one Task whose description is the prompt, a Crew with checkpointing
+on (CHECKPOINT_EVENTS, under the trial folder), the native OpenAI provider (no litellm), and every stop button
+a CrewAI user has: CrewAI has no cancel method, the stop modes are what its users do instead.
 """
 
 from __future__ import annotations
@@ -24,68 +9,58 @@ import asyncio
 import glob
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from harness.contract.adapter import Adapter, TrialContext, in_own_thread
+from harness.contract.adapter import Adapter
+from harness.contract.kit import in_own_thread, until_done
 from harness.tools.catalogue import TOOL_SPECS
-from harness.tools.toolbox import Toolbox
 
-# task_started is the one mid-task point a crew checkpoints: llm_call_completed and tool_usage_finished (the
-# docs' fine-grained events) have the LLM and the agent executor as their source, and the checkpoint listener
-# finds no CheckpointConfig on either, so they write nothing
+# task_started is the one mid-task point a crew checkpoints: the docs' fine-grained llm_call_completed and
+# tool_usage_finished come from the LLM and the executor, where the listener finds no CheckpointConfig
 CHECKPOINT_EVENTS = ["task_started", "llm_call_completed", "tool_usage_finished", "task_completed"]
 RESUME_PATH = os.environ.get("STOPBENCH_CREWAI_RESUME", "checkpoint")  # checkpoint | rerun
-
-# run id -> the run's toolbox: tools stay plain module-level BaseTool subclasses (a checkpoint stores
-# them by class and fields, and restores them), and find the trial's toolbox through this registry
-_TOOLBOXES: dict[str, Toolbox] = {}
-
+# the modes that fix the entry point; the others as user code: kickoff() on a thread (sync, MCP), akickoff() (async)
+ENTRY = {"abandon": "thread", "cancel_kickoff_async": "kickoff_async", "cancel_akickoff": "akickoff"}
+# run id -> ctx.tools, looked up by the tools: module-level BaseTool subclasses, which checkpoints restore
+_TOOLS: dict[str, dict[str, Any]] = {}
 # one args model per tool, module-level so a checkpoint can name it
 _ARGS: dict[str, type[BaseModel]] = {
     name: create_model(f"{name}_args", **{p: (str, Field(description=d)) for p, d in params.items()})
     for name, (_, params, _) in TOOL_SPECS.items()
 }
 
-
-# Telemetry, tracking, tracing and the version check off before crewai is imported: this module imports
-# it (the tools below are module-level BaseTool subclasses, which is what checkpoints need).
-ENVIRONMENT = {
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "OTEL_SDK_DISABLED": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false",
-    "CREWAI_DISABLE_VERSION_CHECK": "true",
-    # resume restores the crew's step_callback from our own checkpoint (trusted data, in the trial folder);
+ENVIRONMENT = {  # telemetry, tracking, tracing and the version check off before crewai is imported (below)
+    "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_DISABLE_TRACKING": "true",
+    "CREWAI_TRACING_ENABLED": "false", "CREWAI_DISABLE_VERSION_CHECK": "true",
+    # resume restores the crew's step_callback from our own checkpoint (trusted data, in the trial folder):
     # without this CrewAI refuses to resolve the callback's path and the restore fails
-    "CREWAI_DESERIALIZE_CALLBACKS": "1",
-}
+    "CREWAI_DESERIALIZE_CALLBACKS": "1"}
 for _k, _v in ENVIRONMENT.items():
     os.environ.setdefault(_k, _v)
 
+from crewai import LLM, Agent, CheckpointConfig, Crew, Task  # noqa: E402
+from crewai.hooks import HookAborted, register_before_llm_call_hook, unregister_before_llm_call_hook  # noqa: E402
 from crewai.tools import BaseTool  # noqa: E402
+from crewai.types.streaming import CrewStreamingOutput  # noqa: E402
 
 
 class WorldTool(BaseTool):
     """A sync tool: `_run` calls the trial's sync tool function (CrewAI runs it on its own threads)."""
-
     run_id: str
 
     def _run(self, **kwargs: Any) -> str:
-        return _TOOLBOXES[self.run_id].sync[self.name](**kwargs)
+        return _TOOLS[self.run_id][self.name](**kwargs)
 
 
 class AsyncWorldTool(BaseTool):
-    """An async tool: `_arun` awaits the trial's async tool function. `_run` is CrewAI's documented async
-    tool form (an `async def _run`, whose coroutine `BaseTool.run` drives): a crew's agent executor calls
-    `tool.run`, never `arun`, also under `akickoff()`."""
-
+    """An async tool. `_run` is CrewAI's documented async form (an `async def _run`, driven by `BaseTool.run`):
+    a crew's agent executor calls `tool.run`, never `arun`, also under `akickoff()`."""
     run_id: str
 
     async def _arun(self, **kwargs: Any) -> str:
-        return await _TOOLBOXES[self.run_id].async_[self.name](**kwargs)
+        return await _TOOLS[self.run_id][self.name](**kwargs)
 
     async def _run(self, **kwargs: Any) -> str:  # type: ignore[override]
         return await self._arun(**kwargs)
@@ -95,23 +70,18 @@ class CrewStopped(Exception):
     """Raised by the step callback once the user pressed stop (the article's cooperative flag)."""
 
 
-# The cancel flag. CrewAI checkpoints callbacks as references to module-level named functions (a bound
-# method "will prevent checkpointing"), so the callback, the hook and their flag live here (one trial
-# per process).
+# The cancel flag. CrewAI checkpoints a callback only as a reference to a module-level named function (a bound
+# method "will prevent checkpointing"), so the callback, the hook and their flag live here (one trial/process).
 CANCEL = threading.Event()
 
 
-def raise_if_cancelled(step: Any) -> None:
-    """Crew(step_callback=...): the article's workaround."""
+def raise_if_cancelled(step: Any) -> None:  # Crew(step_callback=...): the article's workaround
     if CANCEL.is_set():
         raise CrewStopped("the user pressed stop")
 
 
-def abort_llm_call_if_cancelled(context: Any) -> None:
-    """A before_llm_call hook: HookAborted is CrewAI's documented way for a hook to stop the operation."""
-    from crewai.hooks import HookAborted
-
-    if CANCEL.is_set():
+def abort_llm_call_if_cancelled(context: Any) -> None:  # a before_llm_call hook
+    if CANCEL.is_set():  # HookAborted: CrewAI's documented way for a hook to stop the operation
         raise HookAborted("the user pressed stop")
 
 
@@ -132,80 +102,45 @@ class CrewAIAdapter(Adapter):
     packages = ("crewai", "crewai-tools", "mcpadapt", "openai", "mcp")
 
     @classmethod
-    def prepare(cls) -> None:
-        import crewai  # noqa: F401
-        import crewai.hooks  # noqa: F401
+    def prepare(cls) -> None:  # crewai and crewai.hooks come with this module's own imports
         import crewai.llms.providers.openai.completion  # noqa: F401
         import crewai.state.checkpoint_listener  # noqa: F401
         import crewai_tools.adapters.mcp_adapter  # noqa: F401
 
-    # --- the crew, built the documented way -----------------------------------------------------------
-
-    def _tools(self) -> list:
+    async def start(self) -> None:
         ctx = self.ctx
-        if ctx.tool_style == "mcp":
+        os.environ["CREWAI_STORAGE_DIR"] = str(ctx.workdir / "crewai")
+        self.checkpoints = ctx.workdir / "crewai-checkpoints"
+        CANCEL.clear()
+        self.mcp = self.hook = None
+        _TOOLS[ctx.run_id] = ctx.tools
+        self.entry = ENTRY.get(self.mode) or ("akickoff" if ctx.tool_style == "async" else "thread")
+        if self.mode == "hook_abort":
+            self.hook = abort_llm_call_if_cancelled
+            register_before_llm_call_hook(self.hook)
+        cls = AsyncWorldTool if ctx.tool_style == "async" else WorldTool
+        tools = [cls(name=n, description=TOOL_SPECS[n][2], args_schema=_ARGS[n], run_id=ctx.run_id) for n in ctx.tools]
+        if ctx.tool_style == "mcp":  # ctx.tools is empty: the server's tools through crewai-tools' MCP adapter
             from crewai_tools import MCPServerAdapter
             from mcp import StdioServerParameters
-
-            params = StdioServerParameters(command=ctx.mcp_command[0], args=ctx.mcp_command[1:], env=ctx.env)
-            self.mcp = MCPServerAdapter(params)  # starts the server; stopped in close()
-            return list(self.mcp.tools)
-        cls = WorldTool if ctx.tool_style == "sync" else AsyncWorldTool
-        return [cls(name=name, description=spec[2], args_schema=_ARGS[name], run_id=ctx.run_id)
-                for name, spec in TOOL_SPECS.items()]
-
-    def _crew(self, tools: list):
-        from crewai import LLM, Agent, CheckpointConfig, Crew, Task
-
-        ctx = self.ctx
+            self.mcp = MCPServerAdapter(StdioServerParameters(**ctx.mcp.params()))  # stopped in close()
+            tools = list(self.mcp.tools)
         llm = LLM(model=f"openai/{ctx.model_name}", base_url=ctx.model_base_url, api_key="x", max_retries=0)
         agent = Agent(role="Assistant", goal=ctx.system_prompt, backstory="You work for the user.",
                       llm=llm, tools=tools, allow_delegation=False)
-        task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.",
-                    agent=agent)
-        return Crew(
-            agents=[agent], tasks=[task],
-            checkpoint=CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS),
-            stream=self.mode == "stream_close",
-            step_callback=raise_if_cancelled if self.mode == "callback_flag" else None,
-        )
-
-    # --- lifecycle ------------------------------------------------------------------------------------
-
-    async def start(self, ctx: TrialContext) -> None:
-        os.environ["CREWAI_STORAGE_DIR"] = str(ctx.workdir / "crewai")
-        self.ctx = ctx
-        self.mode = ctx.mode
-        self.checkpoints = ctx.workdir / "crewai-checkpoints"
-        CANCEL.clear()
-        self.mcp = None
-        self.hook = None
-        _TOOLBOXES[ctx.run_id] = ctx.tools
-        if self.mode == "abandon":
-            self.entry = "thread"
-        elif self.mode == "cancel_kickoff_async":
-            self.entry = "kickoff_async"
-        elif self.mode == "cancel_akickoff" or ctx.tool_style == "async":
-            self.entry = "akickoff"
-        else:
-            self.entry = "thread"
-        if self.mode == "hook_abort":
-            from crewai.hooks import register_before_llm_call_hook
-
-            self.hook = abort_llm_call_if_cancelled
-            register_before_llm_call_hook(self.hook)
-        self.crew = self._crew(self._tools())
+        task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.", agent=agent)
+        self.crew = Crew(agents=[agent], tasks=[task],
+                         checkpoint=CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS),
+                         stream=self.mode == "stream_close",
+                         step_callback=raise_if_cancelled if self.mode == "callback_flag" else None)
         self.job = self._begin(self.crew)
 
-    def _begin(self, crew: Any) -> asyncio.Future:
-        if self.entry == "thread":
-            return in_own_thread(self._sync_caller, crew, name="crewai-kickoff")
-        return asyncio.create_task(self._async_caller(crew))
+    def _begin(self, crew: Crew) -> asyncio.Future:
+        return (in_own_thread(self._sync_caller, crew, name="crewai-kickoff") if self.entry == "thread"
+                else asyncio.create_task(self._async_caller(crew)))
 
-    def _sync_caller(self, crew: Any) -> Any:
+    def _sync_caller(self, crew: Crew) -> Any:
         """Sync user code: kickoff(); a streaming crew is consumed chunk by chunk until stop, then close()."""
-        from crewai.types.streaming import CrewStreamingOutput
-
         out = crew.kickoff()
         if isinstance(out, CrewStreamingOutput):
             for _chunk in out:
@@ -214,9 +149,7 @@ class CrewAIAdapter(Adapter):
             out.close()
         return out
 
-    async def _async_caller(self, crew: Any) -> Any:
-        from crewai.types.streaming import CrewStreamingOutput
-
+    async def _async_caller(self, crew: Crew) -> Any:
         out = await (crew.kickoff_async() if self.entry == "kickoff_async" else crew.akickoff())
         if isinstance(out, CrewStreamingOutput):
             async for _chunk in out:
@@ -225,47 +158,42 @@ class CrewAIAdapter(Adapter):
             await out.aclose()
         return out
 
-    async def stop(self, mode: str) -> None:
-        if mode == "abandon":
-            return  # the caller stops waiting: nothing is pressed in the framework
-        if mode in ("cancel_kickoff_async", "cancel_akickoff"):
-            self.job.cancel()
-        else:  # stream_close: the consumer closes at the next chunk; callback_flag / hook_abort: the flag
-            CANCEL.set()
-        await asyncio.wait({self.job})  # the framework says it has stopped when its kickoff call has ended
+    async def stop_abandon(self) -> None:
+        pass  # the caller stops waiting: nothing is pressed in the framework
+
+    async def stop_cancel_kickoff_async(self) -> None:
+        self.job.cancel()
+        await until_done(self.job)  # stopped: the kickoff call (or the stream consumer) has ended
+
+    async def stop_stream_close(self) -> None:  # the consumer closes the stream at its next chunk
+        CANCEL.set()
+        await until_done(self.job)
+
+    stop_cancel_akickoff = stop_cancel_kickoff_async
+    stop_callback_flag = stop_hook_abort = stop_stream_close  # the step callback / the hook sees the flag
 
     async def wait(self) -> None:
         await self.job
 
     async def resume(self) -> None:
         CANCEL.clear()
-        if RESUME_PATH == "rerun":
-            crew = self.crew
-        else:
-            from crewai import CheckpointConfig, Crew
-
-            crew = Crew.from_checkpoint(CheckpointConfig(restore_from=_newest_checkpoint(self.checkpoints)))
+        crew = self.crew  # STOPBENCH_CREWAI_RESUME=rerun: the same Crew object run again
+        if RESUME_PATH != "rerun":  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
+            files = glob.glob(os.path.join(glob.escape(str(self.checkpoints)), "**", "*.json"), recursive=True)
+            if not files:
+                raise FileNotFoundError(f"no CrewAI checkpoint was written under {self.checkpoints} before the stop")
+            crew = Crew.from_checkpoint(CheckpointConfig(restore_from=max(files, key=os.path.getmtime)))
         self.job = self._begin(crew)
         await self.job
 
     async def close(self) -> None:
         if self.hook is not None:
-            from crewai.hooks import unregister_before_llm_call_hook
-
             unregister_before_llm_call_hook(self.hook)
             self.hook = None
         if self.mcp is not None:
             self.mcp.stop()
             self.mcp = None
-        _TOOLBOXES.pop(self.ctx.run_id, None)
-
-
-def _newest_checkpoint(location: Path) -> str:
-    """The checkpoint `crewai checkpoint resume` would pick: the newest JSON file under the location."""
-    files = glob.glob(os.path.join(glob.escape(str(location)), "**", "*.json"), recursive=True)
-    if not files:
-        raise FileNotFoundError(f"no CrewAI checkpoint was written under {location} before the stop")
-    return max(files, key=os.path.getmtime)
+        _TOOLS.pop(self.ctx.run_id, None)
 
 
 ADAPTER = CrewAIAdapter

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -23,36 +22,7 @@ from harness.contract.adapter import Adapter, McpServer
 from harness.contract.kit import OwnedContext, in_own_thread
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
-
-class Checkpoint:
-    """Completed model turns and tool results, saved after every step (a JSON file in the trial folder)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        data = json.loads(path.read_text()) if path.exists() else {}
-        self.turns: list[dict[str, Any]] = data.get("turns", [])
-        self.results: dict[str, dict[str, Any]] = data.get("results", {})
-        self.attempts: dict[str, int] = data.get("attempts", {})
-
-    def save(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"turns": self.turns, "results": self.results, "attempts": self.attempts}))
-        tmp.replace(self.path)
-
-    def messages(self, system: str, prompt: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
-        for turn in self.turns:
-            out.append(turn)
-            for call in turn.get("tool_calls") or []:
-                if call["id"] in self.results:
-                    out.append({"role": "tool", "tool_call_id": call["id"],
-                                "content": self.results[call["id"]]["content"]})
-        return out
-
-    def pending_calls(self) -> list[dict[str, Any]]:
-        if not self.turns:
-            return []
-        return [c for c in self.turns[-1].get("tool_calls") or [] if c["id"] not in self.results]
+from .checkpoint import Checkpoint
 
 
 class ReferenceAdapter(Adapter):
@@ -71,8 +41,7 @@ class ReferenceAdapter(Adapter):
         self.inflight: set[asyncio.Task] = set()
         self.stop_ns: int | None = None
         self.mcp: OwnedContext | None = None
-        if ctx.tool_style == "mcp":
-            self.mcp = await OwnedContext.open(lambda: _mcp_session(ctx.mcp))
+        await self._open_mcp()
         self.task = asyncio.create_task(self._loop())
 
     async def wait(self) -> None:
@@ -84,22 +53,26 @@ class ReferenceAdapter(Adapter):
         await asyncio.wait({self.task})  # first the model stream: closed once the task has unwound
         await asyncio.gather(*self.inflight, return_exceptions=True)
         await self._compensate_late_effects()
-        if self.mcp is not None:
-            await self.mcp.close()
-            self.mcp = None
+        await self._close_mcp()
 
     async def resume(self) -> None:
         self.stop_ns = None
-        if self.ctx.tool_style == "mcp" and self.mcp is None:
-            self.mcp = await OwnedContext.open(lambda: _mcp_session(self.ctx.mcp))
+        await self._open_mcp()
         self.task = asyncio.create_task(self._loop())
         await self.task
 
     async def close(self) -> None:
-        if self.mcp is not None:
-            await self.mcp.close()
-            self.mcp = None
+        await self._close_mcp()
         await self.client.close()
+
+    async def _open_mcp(self) -> None:
+        if self.ctx.tool_style == "mcp" and self.mcp is None:
+            self.mcp = await OwnedContext.open(lambda: _mcp_session(self.ctx.mcp))
+
+    async def _close_mcp(self) -> None:
+        if self.mcp is not None:
+            mcp, self.mcp = self.mcp, None
+            await mcp.close()
 
     # --- the agent loop ---------------------------------------------------------------------------
 
@@ -134,10 +107,9 @@ class ReferenceAdapter(Adapter):
                     call = calls.setdefault(tc.index, {"id": "", "type": "function",
                                                        "function": {"name": "", "arguments": ""}})
                     call["id"] = tc.id or call["id"]
-                    if tc.function and tc.function.name:
-                        call["function"]["name"] = tc.function.name
-                    if tc.function and tc.function.arguments:
-                        call["function"]["arguments"] += tc.function.arguments
+                    fn = tc.function
+                    call["function"]["name"] = (fn.name if fn else None) or call["function"]["name"]
+                    call["function"]["arguments"] += (fn.arguments if fn else None) or ""
         message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
         if calls:
             message["tool_calls"] = [calls[i] for i in sorted(calls)]

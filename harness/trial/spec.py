@@ -30,6 +30,32 @@ class Deadlines:
     grace: float = 3.0  # watchdog slack on top of a step's deadline
 
 
+class ShardError(ValueError):
+    """A --shard value that is not K/N with 1 <= K <= N."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard K of N: every N-th trial of the planned matrix, from the K-th on. The plan's order is
+    deterministic, so the N shards together are exactly the whole matrix, each trial in one shard."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        k, sep, n = str(text).partition("/")
+        if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+            raise ShardError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+        return cls(int(k), int(n))
+
+    def take(self, items: list) -> list:
+        return items[self.index - 1::self.count]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 @dataclass(frozen=True)
 class TrialSpec:
     """One cell of the matrix: adapter x mode x scenario x offset x tools x mitigation x repetition."""

@@ -1,0 +1,43 @@
+"""The matrix: planned once from typed values; shards split it deterministically and completely."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+from harness.contract.registry import load_adapter
+from harness.scenario import load_scenarios
+from harness.tools.mitigation import Mitigation
+from harness.trial.runner import RunOptions, plan
+from harness.trial.spec import Shard, ShardError
+
+
+def _ids(opts: RunOptions) -> list[str]:
+    scenarios = load_scenarios()
+    return [s.trial_id(scenarios[s.scenario].digest) for s in plan(load_adapter("reference"), opts, scenarios)]
+
+
+def test_shards_are_the_whole_matrix_once_each():
+    whole = _ids(RunOptions(adapter="reference", reps=3, mitigations=["none", "saga"]))
+    assert len(whole) == 3 * 2 * 3 * 16  # styles x mitigations x reps x the 16 offsets of the 4 scenarios
+    shards = [_ids(RunOptions(adapter="reference", reps=3, mitigations=["none", "saga"], shard=f"{k}/4"))
+              for k in range(1, 5)]
+    merged = [i for s in shards for i in s]
+    assert sorted(merged) == sorted(whole) and len(set(merged)) == len(whole)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1  # balanced
+    assert shards[1] == _ids(RunOptions(adapter="reference", reps=3, mitigations=["none", "saga"], shard="2/4"))
+
+
+def test_offsets_and_mitigations_are_parsed_once_at_the_edge():
+    opts = RunOptions(adapter="reference", offsets=["on:token:40"], mitigations=["saga+idempotent"])
+    assert opts.offsets[0].is_event and opts.offsets[0].n == 40
+    assert opts.mitigations == [Mitigation("saga+idempotent")] and opts.mitigations[0].idempotent
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "2", "a/b", "1/0"])
+def test_a_bad_shard_is_a_clear_error(bad, capsys, tmp_path):
+    with pytest.raises(ShardError, match="expected K/N"):
+        Shard.parse(bad)
+    assert main(["run", "--adapter", "reference", "--shard", bad, "--out", str(tmp_path)]) == 2
+    assert f"--shard {bad!r}" in capsys.readouterr().err
+    assert not (tmp_path / "raw").exists()
