@@ -132,7 +132,11 @@ class Adapter(abc.ABC):
 
     @classmethod
     def framework_name(cls) -> str:
-        return cls.framework or cls.name
+        """`framework`, else the folder of a built-in adapter (`adapters.<folder>.`), else `name`."""
+        if cls.framework:
+            return cls.framework
+        parts = cls.__module__.split(".")
+        return parts[1].replace("_", "-") if parts[0] == "adapters" and len(parts) > 2 else cls.name
 
     @classmethod
     def versions(cls) -> dict[str, str]:

@@ -5,12 +5,16 @@ Nothing here is typed in: a verdict says which rows decided it, and "not measure
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+from harness.frameworks import ROOT
+
+DATA = ROOT / "data"
+CLAIM_KEYS = ("id", "framework", "claim", "rule")
 
 CAPABILITY_RULES = """\
 Rules (over rows with mitigation none; N = trials behind the row; "event" = event-anchored ok trials):
@@ -82,15 +86,35 @@ def capability_row(g) -> dict[str, Any]:
     }
 
 
-def load_claims() -> list[dict[str, Any]]:
-    return yaml.safe_load((DATA / "claims.yaml").read_text())
+def load_claims(root: Path = ROOT) -> list[dict[str, Any]]:
+    """The article's claims, in the table's order: each framework's own (`adapters/<folder>/claims.yaml`,
+    `framework` defaulting to the folder's name), ordered by their `order` (the article's), then by folder
+    and place in the file; then the cross-framework ones of data/claims.yaml (`framework: "*"`)."""
+    claims = []
+    for path in sorted((root / "adapters").glob("*/claims.yaml")):
+        claims += _claims_file(path, framework=path.parent.name.replace("_", "-"))
+    claims.sort(key=lambda c: c.get("order", math.inf))  # stable: folder and file order within an order
+    return claims + _claims_file(root / "data" / "claims.yaml")
+
+
+def _claims_file(path: Path, framework: str | None = None) -> list[dict[str, Any]]:
+    claims = yaml.safe_load(path.read_text()) or []
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        raise ValueError(f"{path}: expected a list of claims (mappings with {', '.join(CLAIM_KEYS)})")
+    if framework:
+        claims = [{"framework": framework, **c} for c in claims]
+    for i, c in enumerate(claims):
+        missing = [k for k in CLAIM_KEYS if k not in c]
+        if missing:
+            raise ValueError(f"{path}: claim {c.get('id', i)!r}: missing {', '.join(missing)}")
+    return claims
 
 
 def judge(claim: dict[str, Any], df) -> tuple[str, str]:
-    """(verdict, the rows that decide it)."""
+    """(verdict, the rows that decide it). A framework's rows are those whose `framework` field names it
+    (its variant adapters too: autogen-load-state measures AutoGen)."""
     fw = claim["framework"]
-    # a framework's rows include its variant adapters (autogen-load-state is AutoGen too)
-    rows = df if fw == "*" else df[(df["adapter"] == fw) | df["adapter"].str.startswith(fw + "-")]
+    rows = df if fw == "*" else df[df["framework"] == fw]
     base = rows[(rows["mitigation"] == "none") & (rows["status"] == "ok")]
     if claim.get("mode"):
         base = base[base["mode"] == claim["mode"]]

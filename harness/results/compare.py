@@ -14,15 +14,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.results import schema
+from harness.results.cells import cells, frame
 from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
 
 KEYS = ["adapter", "mode", "mitigation"]
 CELL = ["scenario", "offset", "tool_style"]
-# the article's columns and the measured numbers, as in the capability table
-COLUMNS = ("can abort", "state kept", "can resume", "repeats effect", "compensated", "orphans clean",
-           "tokens+", "leaked", "lie ms", "dup")
-TIMINGS = ("lie ms",)
-VERDICTS = COLUMNS[:6]
+# the article's columns (verdicts), then the measured numbers, as in the capability table
+VERDICTS = ("can abort", "state kept", "can resume", "repeats effect", "compensated", "orphans clean")
+MEASURED = ("tokens_after_stop", "effects_leaked", "lie_ms", "resume_duplicate_effects")
+COLUMNS = (*VERDICTS, *(schema.label(n) for n in MEASURED))
+# medians of times vary from run to run: shown, never counted as a change
+TIMINGS = tuple(schema.label(n) for n in MEASURED if schema.field(n).unit in ("ms", "s"))
 
 
 class CompareError(Exception):
@@ -88,10 +91,7 @@ def _same(column: str, a: Any, b: Any) -> bool:
 
 def compare(old_dir: Path, new_dir: Path) -> str:
     """Markdown: what changed between OLD and NEW, row by row of the capability table."""
-    import pandas as pd
-
     from harness.results.claims import CAPABILITY_RULES, capability_row
-    from harness.results.report import _cell
 
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)
@@ -100,14 +100,10 @@ def compare(old_dir: Path, new_dir: Path) -> str:
     if not common:
         raise CompareError(f"{old_dir} and {new_dir} share no trial cell (scenario x offset x tool style)")
     dropped = (len(old) - sum(_cell_key(r) in common for r in old), len(new) - sum(_cell_key(r) in common for r in new))
-    frames = {side: pd.DataFrame([r for r in rows if _cell_key(r) in common])
-              for side, rows in (("old", old), ("new", new))}
+    frames = {side: frame([r for r in rows if _cell_key(r) in common]) for side, rows in (("old", old), ("new", new))}
 
     def measure(g) -> dict[str, Any]:
-        ok = g[g["status"] == "ok"]
-        return {"N": len(g), **capability_row(g), "tokens+": _cell(ok["tokens_after_stop"]),
-                "leaked": _cell(ok["effects_leaked"]), "lie ms": _cell(ok["lie_ms"].round(1)),
-                "dup": _cell(ok["resume_duplicate_effects"])}
+        return {"N": len(g), **capability_row(g), **cells(g[g["status"] == "ok"], MEASURED)}
 
     tables = {side: {key: measure(g) for key, g in df.groupby(KEYS, sort=True)} for side, df in frames.items()}
     lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
@@ -128,18 +124,18 @@ def compare(old_dir: Path, new_dir: Path) -> str:
     changed = 0
     for key in both:
         a, b = tables["old"][key], tables["new"][key]
-        cells = [f"{a['N']} -> {b['N']}"]
+        shown = [f"{a['N']} -> {b['N']}"]
         differs = False
         for col in COLUMNS:
             if col in TIMINGS:
-                cells.append(f"{a[col]} -> {b[col]}")
+                shown.append(f"{a[col]} -> {b[col]}")
             elif _same(col, a[col], b[col]):
-                cells.append(f"= {a[col]}" if str(a[col]) == str(b[col]) else f"= {a[col]} -> {b[col]}")
+                shown.append(f"= {a[col]}" if str(a[col]) == str(b[col]) else f"= {a[col]} -> {b[col]}")
             else:
-                cells.append(f"**{a[col]} -> {b[col]}**")
+                shown.append(f"**{a[col]} -> {b[col]}**")
                 differs = True
         changed += differs
-        lines.append("| " + " | ".join([*map(str, key), *cells]) + " |")
+        lines.append("| " + " | ".join([*map(str, key), *shown]) + " |")
     for side, other in (("old", "new"), ("new", "old")):
         only = sorted(set(tables[side]) - set(tables[other]))
         if only:

@@ -1,4 +1,9 @@
-"""One result row from a trial's ledger and marks, and nothing else.
+"""One result row from a trial's ledger and marks, and nothing else: a registry of small metrics.
+
+Each metric is a function of a parsed trial (`TrialView`: the ledger's events and the first mark of each name)
+registered under the row field it fills, which harness/results/schema.py declares (type, unit, meaning).
+`compute` runs them all. A new metric = its declaration in schema.py + one function here + its unit test
+on a synthetic ledger (tests/test_metrics.py).
 
 Times are relative to the `stop_called` mark. "After stop" means stamped after it. The stop phase
 runs until `resume_started` (or the end); the resume phase after it.
@@ -8,169 +13,390 @@ A metric that could not be measured (the step never happened) is None, never 0.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
+from harness.results import schema
 from harness.scenario import Offset, Scenario
-from harness.vocabulary import ACTIVITY_EVENTS
+from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
 
 NS_PER_MS = 1_000_000
 
-
-def _marks(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """First mark of each name (audits are keyed by phase)."""
-    out: dict[str, dict[str, Any]] = {}
-    for e in events:
-        if e["event"] != "mark":
-            continue
-        name = e["name"]
-        if name == "audit":
-            name = f"audit:{(e.get('data') or {}).get('phase')}"
-        out.setdefault(name, e)
-    return out
+LedgerEvent = dict[str, Any]
 
 
 def _ms(a: int | None, b: int | None) -> float | None:
     return None if a is None or b is None else round((b - a) / NS_PER_MS, 3)
 
 
-def compute(events: list[dict[str, Any]], scenario: Scenario, offset: Offset) -> dict[str, Any]:
-    marks = _marks(events)
-    t = {k: v["t"] for k, v in marks.items()}
-    t_called = t.get("stop_called")
-    t_returned = t.get("stop_returned")
-    t_resume = t.get("resume_started")
-    end_stop_phase = t_resume if t_resume is not None else float("inf")
+class TrialView:
+    """A trial's ledger, parsed once: events by kind, the first mark of each name, the phases."""
 
-    def in_stop_phase(e: dict[str, Any]) -> bool:
-        return t_called is not None and t_called < e["t"] < end_stop_phase
+    def __init__(self, events: list[LedgerEvent], scenario: Scenario, offset: Offset):
+        self.events, self.scenario, self.offset = events, scenario, offset
+        self.marks: dict[str, LedgerEvent] = {}  # first mark of each name (audits apart, by phase)
+        self.audits: dict[str, LedgerEvent] = {}
+        for e in events:
+            if e["event"] != Event.MARK:
+                continue
+            if e["name"] == Mark.AUDIT:
+                self.audits.setdefault((e.get("data") or {}).get("phase"), e)
+            else:
+                self.marks.setdefault(e["name"], e)
+        self.stop_called = self.t(Mark.STOP_CALLED)
+        self.stop_returned = self.t(Mark.STOP_RETURNED)
+        self.resume_started = self.t(Mark.RESUME_STARTED)
+        self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
+        self.end_stop_phase = self.resume_started if self.resume_started is not None else float("inf")
 
-    def in_resume(e: dict[str, Any]) -> bool:
-        return t_resume is not None and e["t"] > t_resume
+    def t(self, mark: str) -> int | None:
+        m = self.marks.get(mark)
+        return None if m is None else m["t"]
 
-    row: dict[str, Any] = {}
-    row["stop_return_ms"] = _ms(t_called, t_returned)
+    def data(self, mark: str) -> dict[str, Any]:
+        return (self.marks.get(mark) or {}).get("data") or {}
 
-    # --- model: tokens and requests ---------------------------------------------------------------
-    tokens = [e for e in events if e["event"] == "token"]
-    requests = [e for e in events if e["event"] == "llm_request"]
-    measured_stop = t_called is not None
-    row["tokens_total"] = len(tokens)
-    row["tokens_after_stop"] = sum(map(in_stop_phase, tokens)) if measured_stop else None
-    row["llm_requests_after_stop"] = sum(map(in_stop_phase, requests)) if measured_stop else None
+    def audit(self, phase: AuditPhase) -> dict[str, Any]:
+        """What the audit of that phase found; {} when it did not run."""
+        return (self.audits.get(phase) or {}).get("data") or {}
 
-    # --- side effects -------------------------------------------------------------------------------
-    received = {e["effect_id"]: e for e in events if e["event"] == "effect_received"}
-    committed = {e["effect_id"]: e for e in events if e["event"] == "effect_committed"}
-    compensated = {e["effect_id"] for e in events if e["event"] == "compensation"}
-    after: list[str] = []
-    if measured_stop:
-        after = [eid for eid, c in committed.items()
-                 if c["t"] > t_called and received[eid]["t"] < end_stop_phase]
-    in_flight = [eid for eid in after if received[eid]["t"] <= t_called]
-    kinds = Counter(committed[eid]["kind"] for eid in after)
-    leaked = [eid for eid in after if eid not in compensated]
-    row["effects_committed_total"] = len(committed)
-    row["effects_after_stop"] = len(after) if measured_stop else None
-    row["effects_in_flight"] = len(in_flight) if measured_stop else None
-    row["effects_new"] = len(after) - len(in_flight) if measured_stop else None
-    row["effects_after_stop_by_kind"] = dict(sorted(kinds.items())) if measured_stop else None
-    row["effects_compensated"] = len(after) - len(leaked) if measured_stop else None
-    row["effects_leaked"] = len(leaked) if measured_stop else None
-    row["effects_aborted"] = sum(1 for e in events if e["event"] == "effect_aborted")
-    row["effect_duplicate_attempts"] = sum(1 for e in events if e["event"] == "effect_duplicate")
+    def of(self, *kinds: Event) -> list[LedgerEvent]:
+        return [e for e in self.events if e["event"] in kinds]
 
-    # --- how long the button lies ---------------------------------------------------------------
-    if t_returned is None:
-        row["lie_ms"] = None
-    else:
-        # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
-        late = [e["t"] for e in events if e["event"] in ACTIVITY_EVENTS
-                and e["event"] not in ("process_registered", "compensation")
-                and t_returned < e["t"] < end_stop_phase]
-        row["lie_ms"] = _ms(t_returned, max(late)) if late else 0.0
+    def in_stop_phase(self, e: LedgerEvent) -> bool:
+        return self.stopped and self.stop_called < e["t"] < self.end_stop_phase
 
-    # --- what is still alive ----------------------------------------------------------------------
-    after_stop = (marks.get("audit:after_stop") or {}).get("data") or {}
-    after_close = (marks.get("audit:after_close") or {}).get("data") or {}
-    have_audit = bool(after_stop)
+    def in_resume(self, e: LedgerEvent) -> bool:
+        return self.resume_started is not None and e["t"] > self.resume_started
+
+    @cached_property
+    def tokens(self) -> list[LedgerEvent]:
+        return self.of(Event.TOKEN)
+
+    @cached_property
+    def requests(self) -> list[LedgerEvent]:
+        return self.of(Event.LLM_REQUEST)
+
+    @cached_property
+    def received(self) -> dict[str, LedgerEvent]:
+        return {e["effect_id"]: e for e in self.of(Event.EFFECT_RECEIVED)}
+
+    @cached_property
+    def committed(self) -> dict[str, LedgerEvent]:
+        return {e["effect_id"]: e for e in self.of(Event.EFFECT_COMMITTED)}
+
+    @cached_property
+    def compensated(self) -> set[str]:
+        return {e["effect_id"] for e in self.of(Event.COMPENSATION)}
+
+    @cached_property
+    def effects_after_stop(self) -> list[str]:
+        """Effects committed after the stop that were received before resume (their ids)."""
+        if not self.stopped:
+            return []
+        return [eid for eid, c in self.committed.items()
+                if c["t"] > self.stop_called and self.received[eid]["t"] < self.end_stop_phase]
+
+    @cached_property
+    def in_flight(self) -> list[str]:
+        return [eid for eid in self.effects_after_stop if self.received[eid]["t"] <= self.stop_called]
+
+    @cached_property
+    def leaked(self) -> list[str]:
+        return [eid for eid in self.effects_after_stop if eid not in self.compensated]
+
+    @cached_property
+    def orphans(self) -> dict[int, int]:
+        """pid -> rss of every process of the run alive after close (found by the audit or reaped)."""
+        out = {c["pid"]: c["rss"] for c in self.audit(AuditPhase.AFTER_CLOSE).get("children", [])}
+        out.update({p["pid"]: p["rss"] for p in self.reaped})
+        return out
+
+    @cached_property
+    def reaped(self) -> list[dict[str, Any]]:
+        return self.data(Mark.REAPED).get("processes", [])
+
+    @property
+    def resumed(self) -> bool:
+        return Mark.RESUME_RETURNED in self.marks
+
+    def turn_of(self, req: int) -> int:
+        return next((e["turn"] for e in self.requests if e["req"] == req), -1)
+
+
+Metric = Callable[[TrialView], Any]
+#: row field -> the metric that fills it, in registration order
+METRICS: dict[str, Metric] = {}
+
+
+def metric(name: str) -> Callable[[Metric], Metric]:
+    """Register a function as the metric filling row field `name`, which the schema must declare."""
+    declared = schema.field(name)
+    if declared.source != "metrics":
+        raise ValueError(f"{name!r} is written by the {declared.source}, not by a metric")
+
+    def register(fn: Metric) -> Metric:
+        if name in METRICS:
+            raise ValueError(f"two metrics fill {name!r}")
+        METRICS[name] = fn
+        return fn
+
+    return register
+
+
+def compute(events: list[LedgerEvent], scenario: Scenario, offset: Offset) -> dict[str, Any]:
+    """Every measured field of the row, in the schema's order."""
+    trial = TrialView(events, scenario, offset)
+    return {name: METRICS[name](trial) for name in schema.MEASURED}
+
+
+def _if_stopped(trial: TrialView, value: Callable[[], Any]) -> Any:
+    return value() if trial.stopped else None
+
+
+# --- the button -------------------------------------------------------------------------------------------
+
+@metric("stop_return_ms")
+def stop_return_ms(tr: TrialView) -> float | None:
+    return _ms(tr.stop_called, tr.stop_returned)
+
+
+@metric("lie_ms")
+def lie_ms(tr: TrialView) -> float | None:
+    if tr.stop_returned is None:
+        return None
+    # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
+    late = [e["t"] for e in tr.events if e["event"] in ACTIVITY_EVENTS
+            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION)
+            and tr.stop_returned < e["t"] < tr.end_stop_phase]
+    return _ms(tr.stop_returned, max(late)) if late else 0.0
+
+
+@metric("job_ended_ms")
+def job_ended_ms(tr: TrialView) -> float | None:
+    job = tr.marks.get(Mark.JOB_ENDED)
+    return _ms(tr.stop_called, job["t"]) if job and tr.stop_called else None
+
+
+@metric("job_error")
+def job_error(tr: TrialView) -> str | None:
+    return tr.data(Mark.JOB_ENDED).get("error") if Mark.JOB_ENDED in tr.marks else None
+
+
+@metric("close_ok")
+def close_ok(tr: TrialView) -> bool:
+    return bool(tr.marks.get(Mark.CLOSED)) and not tr.data(Mark.CLOSED).get("error")
+
+
+# --- the model --------------------------------------------------------------------------------------------
+
+@metric("tokens_total")
+def tokens_total(tr: TrialView) -> int:
+    return len(tr.tokens)
+
+
+@metric("tokens_after_stop")
+def tokens_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.tokens)))
+
+
+@metric("llm_requests_after_stop")
+def llm_requests_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.requests)))
+
+
+# --- side effects ----------------------------------------------------------------------------------------
+
+@metric("effects_committed_total")
+def effects_committed_total(tr: TrialView) -> int:
+    return len(tr.committed)
+
+
+@metric("effects_after_stop")
+def effects_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: len(tr.effects_after_stop))
+
+
+@metric("effects_in_flight")
+def effects_in_flight(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: len(tr.in_flight))
+
+
+@metric("effects_new")
+def effects_new(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: len(tr.effects_after_stop) - len(tr.in_flight))
+
+
+@metric("effects_after_stop_by_kind")
+def effects_after_stop_by_kind(tr: TrialView) -> dict[str, int] | None:
+    return _if_stopped(tr, lambda: dict(sorted(Counter(tr.committed[e]["kind"] for e in tr.effects_after_stop)
+                                               .items())))
+
+
+@metric("effects_compensated")
+def effects_compensated(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: len(tr.effects_after_stop) - len(tr.leaked))
+
+
+@metric("effects_leaked")
+def effects_leaked(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: len(tr.leaked))
+
+
+@metric("effects_aborted")
+def effects_aborted(tr: TrialView) -> int:
+    return len(tr.of(Event.EFFECT_ABORTED))
+
+
+@metric("effect_duplicate_attempts")
+def effect_duplicate_attempts(tr: TrialView) -> int:
+    return len(tr.of(Event.EFFECT_DUPLICATE))
+
+
+# --- what is still alive ---------------------------------------------------------------------------------
+
+def _left_after_stop(tr: TrialView, what: str) -> int | None:
+    found = tr.audit(AuditPhase.AFTER_STOP)
+    return len(found.get(what, [])) if found else None
+
+
+@metric("threads_left")
+def threads_left(tr: TrialView) -> int | None:
     # a thread parked idle in an executor's queue runs nothing; it is counted apart from live ones
-    row["threads_left"] = len(after_stop.get("threads_busy", [])) if have_audit else None
-    row["idle_pool_threads"] = (len(after_stop.get("threads", [])) - row["threads_left"]) if have_audit else None
-    row["tasks_left"] = len(after_stop.get("tasks", [])) if have_audit else None
-    row["children_left"] = len(after_stop.get("children", [])) if have_audit else None
-    row["sockets_left"] = len(after_stop.get("sockets", [])) if have_audit else None
-    reaped = ((marks.get("reaped") or {}).get("data") or {}).get("processes", [])
-    orphans = {c["pid"]: c["rss"] for c in after_close.get("children", [])}
-    orphans.update({p["pid"]: p["rss"] for p in reaped})
-    row["orphans"] = len(orphans)
-    row["orphan_rss_bytes"] = sum(orphans.values())
-    row["reaped"] = len(reaped)
-    last_audit = after_close or (marks.get("audit:after_resume") or {}).get("data") or after_stop
-    row["egress_attempts"] = len(last_audit.get("egress", [])) if last_audit else None
-    row["unattributed_requests"] = None  # filled by the runner from the world's unattributed list
-
-    # --- resume ---------------------------------------------------------------------------------------
-    if "resume_returned" in marks:
-        res_requests = [e for e in requests if in_resume(e)]
-        done_before = {e["req"] for e in events if e["event"] == "response_done" and e.get("complete")
-                       and (t_resume is None or e["t"] < t_resume)}
-        turns_done = {e["turn"] for e in requests if e["req"] in done_before}
-        final_done = any(e["event"] == "response_done" and e.get("complete") and in_resume(e)
-                         and _turn_of(requests, e["req"]) >= scenario.final_turn for e in events)
-        error = (marks["resume_returned"].get("data") or {}).get("error")
-        row["resume_ok"] = error is None and final_done
-        row["resume_error"] = error
-        row["resume_llm_requests"] = len(res_requests)
-        row["resume_llm_replays"] = sum(1 for e in res_requests if e["turn"] in turns_done)
-        row["resume_tokens"] = sum(1 for e in tokens if in_resume(e))
-    else:
-        row["resume_ok"] = None
-        row["resume_error"] = "no resume" if "resume_absent" in marks else None
-        row["resume_llm_requests"] = row["resume_llm_replays"] = row["resume_tokens"] = None
-    live = Counter(c["logical"] for eid, c in committed.items() if eid not in compensated)
-    row["resume_duplicate_effects"] = sum(n - 1 for n in live.values() if n > 1)
-
-    # --- trigger precision ----------------------------------------------------------------------------
-    if t_called is None:
-        row["trigger_delay_ms"] = None
-    elif offset.is_event:
-        fired = next((e["t"] for e in events if e["event"] == "anchor_fired"), None)
-        row["trigger_delay_ms"] = _ms(fired, t_called)
-    else:
-        row["trigger_delay_ms"] = _ms(t.get("run_started", 0) + int(offset.at_ms * NS_PER_MS), t_called)
-    closed = marks.get("closed")
-    row["close_ok"] = bool(closed) and not (closed.get("data") or {}).get("error")
-    job = marks.get("job_ended")
-    row["job_error"] = (job.get("data") or {}).get("error") if job else None
-    row["job_ended_ms"] = _ms(t_called, job["t"]) if job and t_called else None
-    return row
+    return _left_after_stop(tr, "threads_busy")
 
 
-def _turn_of(requests: list[dict[str, Any]], req: int) -> int:
-    return next((e["turn"] for e in requests if e["req"] == req), -1)
+@metric("idle_pool_threads")
+def idle_pool_threads(tr: TrialView) -> int | None:
+    found = tr.audit(AuditPhase.AFTER_STOP)
+    return len(found.get("threads", [])) - len(found.get("threads_busy", [])) if found else None
 
 
-def status(events: list[dict[str, Any]], exit_code: int | None, crash: str | None,
+@metric("tasks_left")
+def tasks_left(tr: TrialView) -> int | None:
+    return _left_after_stop(tr, "tasks")
+
+
+@metric("children_left")
+def children_left(tr: TrialView) -> int | None:
+    return _left_after_stop(tr, "children")
+
+
+@metric("sockets_left")
+def sockets_left(tr: TrialView) -> int | None:
+    return _left_after_stop(tr, "sockets")
+
+
+@metric("orphans")
+def orphans(tr: TrialView) -> int:
+    return len(tr.orphans)
+
+
+@metric("orphan_rss_bytes")
+def orphan_rss_bytes(tr: TrialView) -> int:
+    return sum(tr.orphans.values())
+
+
+@metric("reaped")
+def reaped(tr: TrialView) -> int:
+    return len(tr.reaped)
+
+
+@metric("egress_attempts")
+def egress_attempts(tr: TrialView) -> int | None:
+    last = (tr.audit(AuditPhase.AFTER_CLOSE) or tr.audit(AuditPhase.AFTER_RESUME)
+            or tr.audit(AuditPhase.AFTER_STOP))
+    return len(last.get("egress", [])) if last else None
+
+
+@metric("unattributed_requests")
+def unattributed_requests(tr: TrialView) -> None:
+    return None  # the world lists them per run of the runner, not per trial
+
+
+# --- resume ----------------------------------------------------------------------------------------------
+
+@metric("resume_ok")
+def resume_ok(tr: TrialView) -> bool | None:
+    if not tr.resumed:
+        return None
+    final_done = any(e["event"] == Event.RESPONSE_DONE and e.get("complete") and tr.in_resume(e)
+                     and tr.turn_of(e["req"]) >= tr.scenario.final_turn for e in tr.events)
+    return tr.data(Mark.RESUME_RETURNED).get("error") is None and final_done
+
+
+@metric("resume_error")
+def resume_error(tr: TrialView) -> str | None:
+    if tr.resumed:
+        return tr.data(Mark.RESUME_RETURNED).get("error")
+    return "no resume" if Mark.RESUME_ABSENT in tr.marks else None
+
+
+@metric("resume_llm_requests")
+def resume_llm_requests(tr: TrialView) -> int | None:
+    return sum(map(tr.in_resume, tr.requests)) if tr.resumed else None
+
+
+@metric("resume_llm_replays")
+def resume_llm_replays(tr: TrialView) -> int | None:
+    """Model turns asked again while resuming that had a complete answer before the resume."""
+    if not tr.resumed:
+        return None
+    t_resume = tr.resume_started
+    done_before = {e["req"] for e in tr.of(Event.RESPONSE_DONE) if e.get("complete")
+                   and (t_resume is None or e["t"] < t_resume)}
+    turns_done = {e["turn"] for e in tr.requests if e["req"] in done_before}
+    return sum(1 for e in tr.requests if tr.in_resume(e) and e["turn"] in turns_done)
+
+
+@metric("resume_tokens")
+def resume_tokens(tr: TrialView) -> int | None:
+    return sum(map(tr.in_resume, tr.tokens)) if tr.resumed else None
+
+
+@metric("resume_duplicate_effects")
+def resume_duplicate_effects(tr: TrialView) -> int:
+    live = Counter(c["logical"] for eid, c in tr.committed.items() if eid not in tr.compensated)
+    return sum(n - 1 for n in live.values() if n > 1)
+
+
+# --- trigger precision -----------------------------------------------------------------------------------
+
+@metric("trigger_delay_ms")
+def trigger_delay_ms(tr: TrialView) -> float | None:
+    if not tr.stopped:
+        return None
+    if tr.offset.is_event:
+        fired = next((e["t"] for e in tr.of(Event.ANCHOR_FIRED)), None)
+        return _ms(fired, tr.stop_called)
+    planned = (tr.t(Mark.RUN_STARTED) or 0) + int(tr.offset.at_ms * NS_PER_MS)
+    return _ms(planned, tr.stop_called)
+
+
+# --- the row's status --------------------------------------------------------------------------------------
+
+def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
            killed_step: str | None) -> tuple[str, str | None]:
     """ok | failed | hung | skipped, with the reason. Never a silent 0."""
-    marks = [e for e in events if e["event"] == "mark"]
+    marks = [e for e in events if e["event"] == Event.MARK]
     if killed_step:
         return "hung", f"watchdog ended the subject during '{killed_step}'"
-    hung = [m for m in marks if m["name"] == "hung"]
+    hung = [m for m in marks if m["name"] == Mark.HUNG]
     if hung:
         d = hung[0].get("data") or {}
         return "hung", f"'{d.get('step')}' overran {d.get('seconds')}s" + (f": {d['note']}" if d.get("note") else "")
-    errors = [m for m in marks if m["name"] == "error"]
+    errors = [m for m in marks if m["name"] == Mark.ERROR]
     if errors:
         d = errors[0].get("data") or {}
         return "failed", f"{d.get('step')}: {d.get('error')}"
     if crash:
         return "failed", f"subject crashed: {crash}"
-    skipped = [m for m in marks if m["name"] == "skipped"]
+    skipped = [m for m in marks if m["name"] == Mark.SKIPPED]
     if skipped:
         return "skipped", (skipped[0].get("data") or {}).get("reason")
     if exit_code not in (0, None):
         return "failed", f"subject exited with {exit_code} before finishing"
-    if not any(m["name"] == "stop_returned" for m in marks):
+    if not any(m["name"] == Mark.STOP_RETURNED for m in marks):
         return "failed", "the trial never reached stop_returned"
     return "ok", None

@@ -6,53 +6,46 @@ A corrupt line in a raw file is listed in the report (file:line) and skipped; it
 from __future__ import annotations
 
 import html
+import textwrap
 from pathlib import Path
 from typing import Any
 
+from harness.results import schema
+from harness.results.cells import cells, frame, min_max, ratio_cell
 from harness.results.rows import CorruptLine, raw_files, read_rows
 
-COUNT_METRICS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_leaked",
-                 "threads_left", "tasks_left", "children_left", "orphans", "resume_duplicate_effects",
-                 "egress_attempts")
-TIME_METRICS = ("stop_return_ms", "lie_ms", "trigger_delay_ms")
+# the measured columns of each table, in order; labels and cells come from the schema
+SUMMARY = ("tokens_after_stop", "llm_requests_after_stop", "effects_leaked", "stop_return_ms", "lie_ms",
+           "threads_left", "orphans", "resume_ok", "resume_duplicate_effects")
+BY_OFFSET = ("tokens_after_stop", "llm_requests_after_stop", "effects_in_flight", "effects_new", "effects_leaked",
+             "lie_ms", "threads_left", "orphans", "resume_ok", "resume_duplicate_effects")
+CAPABILITY = ("tokens_after_stop", "effects_leaked", "lie_ms", "cancel_tax_usd")
+
+
+def _legend() -> str:
+    """One line per column label, from the schema: the label, the field behind it and what it means."""
+    out = []
+    for f in schema.FIELDS.values():
+        if f.label:
+            out += textwrap.wrap(f"{f.label} ({f.name}): {f.meaning}", 110,
+                                 initial_indent="- ", subsequent_indent="  ")
+    return "\n".join(out) + "\n"
+
+
 RULES = """\
 How to read these tables
 - One trial = adapter x stop mode x scenario x offset x tool style x mitigation x repetition; one row each.
 - "After stop" = stamped by the world after the trial's `stop_called` mark and before `resume_started`.
-- tokens+ / req+ : model tokens generated / model requests received after the stop.
-- leaked : side effects committed after the stop and never compensated.
-- lie ms : from stop() returning to the last thing the world saw the run do (0 = the button told the truth).
-- threads : new threads still running code after the run went quiet (idle pool workers are not counted).
-- orphans : processes of the run still alive after close() (they were reaped by the harness).
-- resume ok : resume() returned and the run reached its final answer; dup : a logical effect committed
-  twice and not compensated.
-- Cells are medians over ok rows; `a..b` means the rows disagree (min..max). Hung, failed and skipped rows
-  are never counted as zeros: they are counted in their own columns and listed with their reasons.
+""" + _legend() + """\
+- Cells are medians over ok rows; `a..b` means the rows disagree (min..max); k/N counts the rows where it is
+  true. Hung, failed and skipped rows are never counted as zeros: they are counted in their own columns and
+  listed with their reasons.
 """
 
 
 def load(out_dir: Path):
-    import pandas as pd
-
     rows, bad = read_rows(raw_files(out_dir))
-    return pd.DataFrame(rows), bad
-
-
-def _cell(series) -> str:
-    vals = series.dropna()
-    if vals.empty:
-        return "-"
-    lo, hi, med = vals.min(), vals.max(), vals.median()
-    if lo == hi:
-        return f"{lo:g}"
-    return f"{med:g} ({lo:g}..{hi:g})"
-
-
-def _ratio(series) -> str:
-    vals = series.dropna()
-    if vals.empty:
-        return "-"
-    return f"{int(vals.astype(bool).sum())}/{len(vals)}"
+    return frame(rows), bad
 
 
 def summary(df) -> Any:
@@ -65,12 +58,7 @@ def summary(df) -> Any:
         out.append({
             "adapter": adapter, "mode": mode, "trials": len(g), "ok": len(ok),
             "hung": int((g["status"] == "hung").sum()), "failed": int((g["status"] == "failed").sum()),
-            "skipped": int((g["status"] == "skipped").sum()),
-            "tokens+": _cell(ok["tokens_after_stop"]), "req+": _cell(ok["llm_requests_after_stop"]),
-            "leaked": _cell(ok["effects_leaked"]), "stop ms": _cell(ok["stop_return_ms"].round(1)),
-            "lie ms": _cell(ok["lie_ms"].round(1)), "threads": _cell(ok["threads_left"]),
-            "orphans": _cell(ok["orphans"]), "resume ok": _ratio(ok["resume_ok"]),
-            "dup": _cell(ok["resume_duplicate_effects"]),
+            "skipped": int((g["status"] == "skipped").sum()), **cells(ok, SUMMARY),
         })
     return pd.DataFrame(out)
 
@@ -85,12 +73,7 @@ def by_offset(df) -> Any:
     for key, g in ev.groupby(keys, sort=True):
         ok = g[g["status"] == "ok"]
         statuses = ", ".join(f"{s} {n}" for s, n in g["status"].value_counts().items())
-        out.append({**dict(zip(keys, key, strict=True)), "trials": statuses,
-                    "tokens+": _cell(ok["tokens_after_stop"]), "req+": _cell(ok["llm_requests_after_stop"]),
-                    "in flight": _cell(ok["effects_in_flight"]), "new": _cell(ok["effects_new"]),
-                    "leaked": _cell(ok["effects_leaked"]), "lie ms": _cell(ok["lie_ms"].round(1)),
-                    "threads": _cell(ok["threads_left"]), "orphans": _cell(ok["orphans"]),
-                    "resume ok": _ratio(ok["resume_ok"]), "dup": _cell(ok["resume_duplicate_effects"])})
+        out.append({**dict(zip(keys, key, strict=True)), "trials": statuses, **cells(ok, BY_OFFSET)})
     return pd.DataFrame(out)
 
 
@@ -103,9 +86,8 @@ def time_spread(df) -> Any:
     keys = ["adapter", "mode", "scenario", "offset"]
     for key, g in tm.groupby(keys, sort=True):
         out.append({**dict(zip(keys, key, strict=True)), "trials": len(g),
-                    "tokens+ min..max": f"{g['tokens_after_stop'].min():g}..{g['tokens_after_stop'].max():g}",
-                    "leaked min..max": f"{g['effects_leaked'].min():g}..{g['effects_leaked'].max():g}",
-                    "trigger ms p50": f"{g['trigger_delay_ms'].median():.2f}"})
+                    **{f"{schema.label(n)} min..max": min_max(g[n]) for n in ("tokens_after_stop", "effects_leaked")},
+                    f"{schema.label('trigger_delay_ms')} p50": f"{g['trigger_delay_ms'].median():.2f}"})
     return pd.DataFrame(out)
 
 
@@ -120,8 +102,7 @@ def capability(df) -> Any:
     for (adapter, mode), g in base.groupby(["adapter", "mode"], sort=True):
         ok = g[g["status"] == "ok"]
         out.append({"adapter": adapter, "mode": mode, "N": len(g), **capability_row(g),
-                    "tokens+": _cell(ok["tokens_after_stop"]), "leaked": _cell(ok["effects_leaked"]),
-                    "lie ms": _cell(ok["lie_ms"].round(1)), "tax $": _cell(cancel_tax(ok).round(5))})
+                    **cells(ok.assign(cancel_tax_usd=cancel_tax(ok)), CAPABILITY)})
     return pd.DataFrame(out)
 
 
@@ -146,21 +127,23 @@ def mitigations(df) -> Any:
     ok = df[df["status"] == "ok"]
     keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
     multi = ok.groupby(keys)["mitigation"].nunique()
-    cells = multi[multi > 1].index
-    if len(cells) == 0:
+    compared = multi[multi > 1].index
+    if len(compared) == 0:
         return pd.DataFrame()
-    sub = ok.set_index(keys).loc[cells].reset_index()
-    sub = sub.assign(tax=cancel_tax(sub))
+    sub = ok.set_index(keys).loc[compared].reset_index()
+    sub = sub.assign(cancel_tax_usd=cancel_tax(sub))
+    leaked, dup = schema.label("effects_leaked"), schema.label("resume_duplicate_effects")
     out = []
     for (adapter, mitigation), g in sub.groupby(["adapter", "mitigation"], sort=True):
         per_cell = g.groupby(["mode", "offset"])[["effects_leaked", "resume_duplicate_effects"]].max().fillna(0)
         clean = int(((per_cell["effects_leaked"] == 0) & (per_cell["resume_duplicate_effects"] == 0)).sum())
         out.append({"adapter": adapter, "mitigation": mitigation, "trials": len(g),
-                    "cells at 0 leaked, 0 dup": f"{clean}/{len(per_cell)}",
-                    "leaked (sum)": int(g["effects_leaked"].sum()),
-                    "compensated (sum)": int(g["effects_compensated"].sum()),
-                    "resume dup (sum)": int(g["resume_duplicate_effects"].sum()),
-                    "resume ok": _ratio(g["resume_ok"]), "tax $ (sum)": round(float(g["tax"].sum()), 4)})
+                    f"cells at 0 {leaked}, 0 {dup}": f"{clean}/{len(per_cell)}",
+                    f"{leaked} (sum)": int(g["effects_leaked"].sum()),
+                    f"{schema.label('effects_compensated')} (sum)": int(g["effects_compensated"].sum()),
+                    f"resume {dup} (sum)": int(g["resume_duplicate_effects"].sum()),
+                    schema.label("resume_ok"): ratio_cell(g["resume_ok"]),
+                    f"{schema.label('cancel_tax_usd')} (sum)": round(float(g["cancel_tax_usd"].sum()), 4)})
     return pd.DataFrame(out)
 
 
@@ -236,8 +219,8 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     readme.write_text("\n".join(md))
     summary_csv = to / "summary.csv"
     sections[0][1].to_csv(summary_csv, index=False)
-    rows_csv = to / "rows.csv"
-    flat = df.drop(columns=[c for c in ("versions", "effects_after_stop_by_kind") if c in df.columns])
+    rows_csv = to / "rows.csv"  # every stored field, in the schema's order; objects (versions, by kind) left out
+    flat = df[[c for c in df.columns if c not in schema.FIELDS or schema.FIELDS[c].type is not dict]]
     flat.to_csv(rows_csv, index=False)
     page = to / "index.html"
     page.write_text(_html(sections, bad, len(df), plots))

@@ -1,7 +1,9 @@
 """Raw result rows: JSON Lines, append-only, flushed per row, one file per adapter under <out>/raw/.
 
 An interrupted run loses nothing it finished, and a rerun skips every trial that already has a row.
-A corrupt line is reported with its file and line number and skipped; it never stops a report.
+A corrupt line (not JSON, a required field missing, a value of the wrong type for its field as
+harness/results/schema.py declares it) is reported with its file, line and field and skipped; it never
+stops a report. A field a row was written without gets its declared default (e.g. `framework`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import harness
+from harness.results import schema
+from harness.results.schema import SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @functools.cache
@@ -74,9 +77,6 @@ class CorruptLine:
         return f"{self.path}:{self.line}: {self.error}"
 
 
-REQUIRED = ("schema_version", "trial_id", "status", "adapter", "mode", "scenario", "offset")
-
-
 def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine]]:
     rows: list[dict[str, Any]] = []
     bad: list[CorruptLine] = []
@@ -103,13 +103,15 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]
             if not isinstance(row, dict):
                 yield lineno, None, "not a JSON object"
                 continue
-            missing = [k for k in REQUIRED if k not in row]
+            missing = [k for k in schema.REQUIRED if k not in row]
             if missing:
                 yield lineno, None, f"missing field(s) {', '.join(missing)}"
             elif row["schema_version"] != SCHEMA_VERSION:  # the row goes with it: its version is named
                 yield lineno, row, f"schema_version {row['schema_version']!r}, this stopbench reads {SCHEMA_VERSION}"
+            elif problems := schema.problems(row):
+                yield lineno, None, "; ".join(problems)
             else:
-                yield lineno, row, None
+                yield lineno, schema.with_defaults(row), None
 
 
 def raw_files(out_dir: Path) -> list[Path]:

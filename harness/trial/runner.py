@@ -23,7 +23,7 @@ from harness.contract.registry import AdapterError
 from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
-from harness.trial.spec import Deadlines, TrialSpec
+from harness.trial.spec import Deadlines, Shard, TrialSpec
 from harness.trial.trial import RunningTrial, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess
 
@@ -45,11 +45,14 @@ class RunOptions:
     seed: int = 0
     keep_workdirs: bool = False
     settle_window_ms: float | None = None  # None: derived from the scenario (see trial.settle_window_ms)
+    shard: Shard | None = None  # run only this shard of the matrix
 
     def __post_init__(self) -> None:
         """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
         self.offsets = [o if isinstance(o, Offset) else parse_offset(o, "--offset") for o in self.offsets]
         self.mitigations = [m if isinstance(m, Mitigation) else Mitigation(m) for m in self.mitigations]
+        if isinstance(self.shard, str):
+            self.shard = Shard.parse(self.shard)
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -73,7 +76,7 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
                                                                  range(opts.reps)):
         for offset in opts.offsets or scenarios[scenario_name].offsets:
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed))
-    return specs
+    return opts.shard.take(specs) if opts.shard else specs
 
 
 def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
@@ -83,7 +86,7 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     done = finished_trials(out_file)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
-          f"{len(todo)} to run (jobs={opts.jobs})", file=log, flush=True)
+          f"{len(todo)} to run (jobs={opts.jobs}{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
     if not todo:
         return []
     os.environ.update(adapter_cls.environment)
@@ -169,9 +172,8 @@ def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
 
     statuses = Counter(r["status"] for r in rows)
     print("\nstatus: " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())), file=log)
-    widths = [max(len(label(k)), 6) + 2 for k in CONSOLE_FIELDS]
-    print(f"{'mode':<22}{'trials':>7}{'ok':>5}" + "".join(f"{label(k):>{w}}" for k, w in zip(CONSOLE_FIELDS, widths,
-                                                                                              strict=True)), file=log)
+    width = {k: max(len(label(k)), 6) + 2 for k in CONSOLE_FIELDS}
+    print(f"{'mode':<22}{'trials':>7}{'ok':>5}" + "".join(f"{label(k):>{width[k]}}" for k in CONSOLE_FIELDS), file=log)
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_mode.setdefault(r["mode"], []).append(r)
@@ -182,6 +184,6 @@ def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
             vals = sorted(r[key] for r in rows if r.get(key) is not None)
             return "-" if not vals else f"{vals[len(vals) // 2]:g}"
 
-        print(f"{mode:<22}{len(rs):>7}{len(ok):>5}" + "".join(f"{med(k):>{w}}" for k, w in zip(CONSOLE_FIELDS, widths,
-                                                                                               strict=True)), file=log)
+        cells = "".join(f"{med(k):>{width[k]}}" for k in CONSOLE_FIELDS)
+        print(f"{mode:<22}{len(rs):>7}{len(ok):>5}{cells}", file=log)
     print("(medians over ok trials)", file=log, flush=True)

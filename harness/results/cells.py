@@ -1,0 +1,59 @@
+"""Table building blocks shared by the report and `stopbench compare`: a frame of rows, and a field's cell.
+
+A cell summarizes one field over a group of rows the way harness/results/schema.py declares it
+(its aggregation and rounding) under the field's column label. Needs pandas (the `report` extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from harness.results import schema
+
+
+def frame(rows: list[dict[str, Any]]):
+    """Rows as a DataFrame, columns in the schema's order (then any undeclared ones)."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    return df[schema.columns(df.columns)]
+
+
+def median_cell(series) -> str:
+    """`v` when every row agrees, else `median (min..max)`; `-` when no row has a value."""
+    vals = series.dropna()
+    if vals.empty:
+        return "-"
+    lo, hi, med = vals.min(), vals.max(), vals.median()
+    if lo == hi:
+        return f"{lo:g}"
+    return f"{med:g} ({lo:g}..{hi:g})"
+
+
+def ratio_cell(series) -> str:
+    """`k/N`: rows where the field is true, of the rows that have it; `-` when none has."""
+    vals = series.dropna()
+    if vals.empty:
+        return "-"
+    return f"{int(vals.astype(bool).sum())}/{len(vals)}"
+
+
+def cell(rows, name: str) -> str:
+    """Field `name` summarized over `rows` (a DataFrame) as the schema declares it."""
+    f = schema.field(name)
+    values = rows[name]
+    if f.aggregation == "ratio":
+        return ratio_cell(values)
+    if f.aggregation == "median":
+        return median_cell(values.round(f.digits) if f.digits is not None else values)
+    raise ValueError(f"{name!r} is not summarized in a table (aggregation none)")
+
+
+def cells(rows, names: Iterable[str]) -> dict[str, str]:
+    """{column label: cell} for each field, in the order given."""
+    return {schema.label(n): cell(rows, n) for n in names}
+
+
+def min_max(series) -> str:
+    return f"{series.min():g}..{series.max():g}"

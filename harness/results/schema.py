@@ -1,0 +1,278 @@
+"""The result row, declared once: every field with its type, unit, table label, aggregation and meaning.
+
+Whatever writes or reads rows reads this: the metrics register against it (harness/results/metrics.py),
+`read_rows` checks rows with it, the report and `stopbench compare` take column labels and cells from it,
+rows.csv orders its columns by it, and README.md's field table is generated from it
+(`python -m harness.results.schema` prints the table; `--update README.md` rewrites it in place).
+pyperf's metadata registry and ann-benchmarks' `all_metrics` are the models.
+
+Adding a field: declare it here (additive: SCHEMA_VERSION stays), write its metric in metrics.py and a
+unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+#: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
+SCHEMA_VERSION = 1
+
+Unit = Literal["ms", "s", "count", "bytes", "usd", "none"]
+#: how a table cell summarizes a field over a group of rows: `median` (the median, or `med (lo..hi)` when
+#: the rows disagree), `ratio` (`k/N` rows where it is true), `none` (not summarized)
+Aggregation = Literal["median", "ratio", "none"]
+#: who writes the field: the runner (provenance), the trial (status), the metrics (from the ledger), or
+#: the report (derived from a row when tables are made; never stored)
+Source = Literal["runner", "trial", "metrics", "report"]
+
+TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str", dict: "object"}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: type  # int | float | bool | str | dict
+    meaning: str  # one line, as README.md's field table shows it
+    group: str
+    source: Source
+    unit: Unit = "none"
+    label: str = ""  # the report's column label; empty: the field is shown by its name
+    aggregation: Aggregation = "none"
+    digits: int | None = None  # a median cell rounds each value to this many decimals first
+    nullable: bool = False  # None = "could not be measured" (the step never happened), never 0
+    required: bool = False  # a row without it is unreadable
+    #: the value of a row written before the field existed (applied by read_rows)
+    default: Callable[[dict[str, Any]], Any] | None = None
+
+    @property
+    def short(self) -> str:
+        return self.label or self.name
+
+    def type_error(self, value: Any) -> str | None:
+        """Why `value` is not a value of this field, or None."""
+        if value is None:
+            return None if self.nullable else "is null"
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)  # in Python a bool is an int
+        if self.type is float:
+            ok = number  # a float field takes an int (100 for 100.0)
+        elif self.type is int:
+            ok = number and isinstance(value, int)
+        else:
+            ok = isinstance(value, self.type)
+        if ok:
+            return None
+        want = TYPE_NAMES[self.type] + (" or null" if self.nullable else "")
+        return f"is {type(value).__name__} {value!r:.40}, expected {want}"
+
+
+def framework_of(row: dict[str, Any]) -> str:
+    """Rows written before `framework` existed: the built-in folder of adapter_ref's `adapters.<folder>.`
+    module (`_` as `-`, as built-in adapters are named), else the adapter's name."""
+    m = re.match(r"adapters\.(\w+)\.", str(row.get("adapter_ref") or ""))
+    return m.group(1).replace("_", "-") if m else row["adapter"]
+
+
+def _fields() -> Iterable[Field]:
+    def runner(name, typ, meaning, **kw):
+        return Field(name, typ, meaning, "provenance", "runner", **kw)
+
+    yield runner("schema_version", int, "the row layout's version; a reader refuses rows of another", required=True)
+    yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation, repetition: what a "
+                 "rerun skips", required=True)
+    yield runner("adapter", str, "the adapter's declared name (what tables show)", required=True)
+    yield runner("adapter_ref", str, "how the adapter was loaded: built-in name, entry point or `package.module:Class`")
+    yield runner("framework", str, "the framework the adapter measures (claims are keyed by it); rows written "
+                 "before it existed: the folder of adapter_ref's `adapters.<folder>.` module, else `adapter`",
+                 default=framework_of)
+    yield runner("mode", str, "the stop mode: which of the framework's stop buttons was pressed", required=True)
+    yield runner("scenario", str, "the scripted job (`scenarios/<name>.yaml`)", required=True)
+    yield runner("scenario_hash", str, "hash of the scenario's content: rows of two versions never mix")
+    yield runner("offset", str, "when the stop was pressed: `at:<N>ms` after the run started, or an event anchor "
+                 "`on:...`", required=True)
+    yield runner("offset_kind", str, "`time` or `event`")
+    yield runner("tool_style", str, "how the tools were given to the framework: `sync`, `async` or `mcp`")
+    yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
+    yield runner("rep", int, "repetition number")
+    yield runner("seed", int, "the run's seed")
+    yield runner("versions", dict, "the framework's packages and their versions")
+    yield runner("finished_at", str, "when the row was written (UTC, ISO 8601)")
+    yield runner("python", str, "Python version")
+    yield runner("platform", str, "operating system, kernel release, machine")
+    yield runner("cpus", int, "CPUs of the machine", unit="count", nullable=True)
+    yield runner("git_sha", str, "stopbench's commit (`-dirty` when the tree was modified)")
+    yield runner("stopbench_version", str, "stopbench's version")
+
+    def trial(name, typ, meaning, **kw):
+        return Field(name, typ, meaning, "status", "trial", **kw)
+
+    yield trial("status", str, "`ok`, `hung` (a step overran its deadline; what was measured is kept), `failed` "
+                "(the adapter or framework raised), `skipped` (the job ended before the offset). Never a silent 0.",
+                required=True)
+    yield trial("reason", str, "why the row is not `ok`: the step and what happened", nullable=True)
+    yield trial("run_id", str, "the world's id for the run: every ledger entry of the trial carries it")
+    yield trial("duration_s", float, "wall time of the whole trial", unit="s")
+
+    def measured(name, typ, group, meaning, **kw):
+        kw.setdefault("unit", "count" if typ is int else "none")
+        kw.setdefault("aggregation", "median" if typ in (int, float) else "ratio" if typ is bool else "none")
+        return Field(name, typ, meaning, group, "metrics", **kw)
+
+    ms = {"unit": "ms", "nullable": True}
+    yield measured("stop_return_ms", float, "stop", "how long `stop()` took to return", label="stop ms", digits=1,
+                   **ms)
+    yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
+                   "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1, **ms)
+    yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job", **ms)
+    yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
+                   nullable=True)
+    yield measured("close_ok", bool, "stop", "`close()` returned without an error")
+
+    n = {"nullable": True}  # None when the trial never reached the step that measures it
+    yield measured("tokens_total", int, "model", "model tokens generated in the whole trial, resume included")
+    yield measured("tokens_after_stop", int, "model", "model tokens generated after the stop", label="tokens+", **n)
+    yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
+                   **n)
+
+    yield measured("effects_committed_total", int, "effects", "side effects committed in the whole trial")
+    yield measured("effects_after_stop", int, "effects", "side effects committed after the stop (received before "
+                   "resume)", **n)
+    yield measured("effects_in_flight", int, "effects", "effects committed after the stop that were received "
+                   "before it (in flight)", label="in flight", **n)
+    yield measured("effects_new", int, "effects", "effects committed after the stop that were received after it (new)",
+                   label="new", **n)
+    yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "
+                   "`calendar`, `chat`)", **n)
+    yield measured("effects_compensated", int, "effects", "effects committed after the stop and compensated "
+                   "(recalled, closed, cancelled, deleted)", label="compensated", **n)
+    yield measured("effects_leaked", int, "effects", "effects committed after the stop and never compensated",
+                   label="leaked", **n)
+    yield measured("effects_aborted", int, "effects", "side effects received and never committed")
+    yield measured("effect_duplicate_attempts", int, "effects", "calls answered from an earlier call with the same "
+                   "`Idempotency-Key`")
+
+    yield measured("threads_left", int, "alive", "new threads still running code after the stop, once the run "
+                   "went quiet", label="threads", **n)
+    yield measured("idle_pool_threads", int, "alive", "new threads parked idle in an executor's queue (counted "
+                   "apart: they run nothing)", **n)
+    yield measured("tasks_left", int, "alive", "new asyncio tasks left after the stop", **n)
+    yield measured("children_left", int, "alive", "child processes left after the stop", **n)
+    yield measured("sockets_left", int, "alive", "new open sockets left after the stop", **n)
+    yield measured("orphans", int, "alive", "processes of the run alive after `close()` (the harness reaped them)",
+                   label="orphans")
+    yield measured("orphan_rss_bytes", int, "alive", "the orphans' resident memory", unit="bytes")
+    yield measured("reaped", int, "alive", "processes the harness had to kill")
+    yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "
+                   "audit hook in the subject)", **n)
+    yield measured("unattributed_requests", int, "alive", "reserved for requests that named no known run (the "
+                   "runner reports those per run, not per row: always null)", **n)
+
+    yield measured("resume_ok", bool, "resume", "`resume()` returned and the run reached its final answer; null "
+                   "without a resume", label="resume ok", nullable=True)
+    yield measured("resume_error", str, "resume", "what `resume()` raised; `no resume` when the adapter has none",
+                   nullable=True)
+    yield measured("resume_llm_requests", int, "resume", "model requests received while resuming", **n)
+    yield measured("resume_llm_replays", int, "resume", "model requests while resuming for a turn the model "
+                   "had already answered in full before it (asked again)", **n)
+    yield measured("resume_tokens", int, "resume", "model tokens spent resuming", **n)
+    yield measured("resume_duplicate_effects", int, "resume", "a logical effect (kind + arguments) committed more "
+                   "than once and not compensated, in the whole trial", label="dup")
+
+    yield measured("trigger_delay_ms", float, "trigger", "from the anchor event (or the planned time) to "
+                   "`stop_called`: the harness's precision", label="trigger ms", **ms)
+
+    yield Field("cancel_tax_usd", float, "what the stop cost after it was pressed: tokens after stop, "
+                "compensations and orphan memory x time, priced by data/prices.yaml (computed by the report, "
+                "not stored)", "cost", "report", unit="usd", label="tax $", aggregation="median", digits=5)
+
+
+FIELDS: dict[str, Field] = {f.name: f for f in _fields()}
+#: the fields a stored row has (everything but what the report derives)
+STORED = tuple(f.name for f in FIELDS.values() if f.source != "report")
+MEASURED = tuple(f.name for f in FIELDS.values() if f.source == "metrics")
+REQUIRED = tuple(f.name for f in FIELDS.values() if f.required)
+
+
+def field(name: str) -> Field:
+    try:
+        return FIELDS[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not a row field (harness/results/schema.py declares them)") from None
+
+
+def label(name: str) -> str:
+    return field(name).short
+
+
+def problems(row: dict[str, Any]) -> list[str]:
+    """What is wrong with a row of this schema: missing required fields, then values of the wrong type.
+    Fields this schema does not declare are let through (a newer stopbench may add some)."""
+    missing = [k for k in REQUIRED if k not in row]
+    if missing:
+        return [f"missing field(s) {', '.join(missing)}"]
+    return [f"field {name!r} {err}" for name, value in row.items()
+            if name in FIELDS and (err := FIELDS[name].type_error(value))]
+
+
+def with_defaults(row: dict[str, Any]) -> dict[str, Any]:
+    """The row, with the declared default of every field it was written without."""
+    for f in FIELDS.values():
+        if f.default is not None and f.name not in row:
+            row[f.name] = f.default(row)
+    return row
+
+
+def columns(present: Iterable[str]) -> list[str]:
+    """Column order for a table of rows: declared fields in schema order, then any others, sorted."""
+    present = list(present)
+    return [k for k in FIELDS if k in present] + sorted(k for k in present if k not in FIELDS)
+
+
+# --- README.md's field table ---------------------------------------------------------------------------------
+
+TABLE_BEGIN = "<!-- row fields: generated from harness/results/schema.py by `python -m harness.results.schema " \
+              "--update README.md`; do not edit by hand -->"
+TABLE_END = "<!-- end of row fields -->"
+
+
+def markdown_table() -> str:
+    """The field table README.md shows under "How to read a row", between its two markers."""
+    lines = [TABLE_BEGIN, "", "| group | field | type | unit | column | meaning |", "|" + " --- |" * 6]
+    group = None
+    for f in FIELDS.values():
+        typ = TYPE_NAMES[f.type] + (" or null" if f.nullable else "")
+        shown = "" if f.group == group else f.group
+        group = f.group
+        column = f"{f.label} ({f.aggregation})" if f.label else ""
+        unit = "" if f.unit == "none" else f.unit
+        lines.append(f"| {shown} | `{f.name}` | {typ} | {unit} | {column} | {f.meaning} |")
+    return "\n".join([*lines, "", TABLE_END])
+
+
+def update_readme(path: Path) -> bool:
+    """Rewrite the table between the markers in `path`; True if it changed."""
+    text = path.read_text()
+    start, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END)
+    new = text[:start] + markdown_table() + text[end:]
+    path.write_text(new)
+    return new != text
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--update"] and len(argv) == 2:
+        changed = update_readme(Path(argv[1]))
+        print(f"{argv[1]}: field table {'rewritten' if changed else 'already up to date'}")
+        return 0
+    if argv:
+        print("usage: python -m harness.results.schema [--update README.md]", file=sys.stderr)
+        return 2
+    print(markdown_table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,274 @@
+"""Each metric on a synthetic ledger, as the world records one: exact numbers, no world, no subject.
+
+A ledger is a list of events `{"t": ns, "event": ..., ...}`; the trial's marks are events named `mark` with a
+`name` and `data`. Times here are written in ms and stored in ns, as the world stamps them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.results import metrics, schema
+from harness.results.metrics import compute, metric
+from harness.scenario import load_scenarios, parse_offset
+from harness.vocabulary import AuditPhase, Event, Mark
+
+Q3 = load_scenarios()["q3_report"]  # three turns: the final answer is turn 2
+AT = parse_offset("at:150ms")
+ON_TOKEN = parse_offset("on:token:40")
+
+
+class Ledger:
+    """Builds a ledger in time order."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def at(self, ms: float, event: Event, **data: Any) -> Ledger:
+        self.events.append({"t": round(ms * 1_000_000), "event": event.value, **data})
+        return self
+
+    def mark(self, ms: float, name: Mark, data: dict[str, Any] | None = None) -> Ledger:
+        self.events.append({"t": round(ms * 1_000_000), "event": Event.MARK.value, "name": name.value, "data": data})
+        return self
+
+    def audit(self, ms: float, phase: AuditPhase, **found: Any) -> Ledger:
+        return self.mark(ms, Mark.AUDIT, {"phase": phase.value, **found})
+
+    def effect(self, received_ms: float, committed_ms: float | None, eid: str, kind: str = "email",
+               logical: str | None = None) -> Ledger:
+        self.at(received_ms, Event.EFFECT_RECEIVED, kind=kind, effect_id=eid, idempotency_key=None)
+        if committed_ms is not None:
+            self.at(committed_ms, Event.EFFECT_COMMITTED, kind=kind, effect_id=eid, logical=logical or eid)
+        return self
+
+    def row(self, offset=AT) -> dict[str, Any]:
+        self.events.sort(key=lambda e: e["t"])  # the world's ledger is in time order
+        return compute(self.events, Q3, offset)
+
+
+def stopped(at_ms: float = 100, returned_ms: float | None = 110) -> Ledger:
+    """A run started at 0 whose stop was pressed at `at_ms` and returned at `returned_ms`."""
+    led = Ledger().mark(0, Mark.RUN_STARTED).mark(at_ms, Mark.STOP_CALLED)
+    return led.mark(returned_ms, Mark.STOP_RETURNED) if returned_ms is not None else led
+
+
+# --- the button ---------------------------------------------------------------------------------------------
+
+def test_stop_return_ms_is_rounded_to_the_microsecond():
+    assert stopped(100, 112.3456789).row()["stop_return_ms"] == 12.346
+    assert stopped(100, None).row()["stop_return_ms"] is None
+    assert Ledger().row()["stop_return_ms"] is None
+
+
+def test_lie_ms_is_the_last_activity_of_the_stop_phase_after_the_button_returned():
+    led = stopped(100, 110)
+    led.at(105, Event.TOKEN, req=1, i=0)  # before the button returned: not a lie
+    led.at(160.5, Event.TOKEN, req=1, i=1)  # the run went on: the lie ends here
+    led.at(300, Event.COMPENSATION, kind="email", effect_id="e1", committed=True)  # the saga undoing: not the run
+    led.at(400, Event.PROCESS_REGISTERED, pid=1, role="mcp")  # an MCP server saying who it is: not the run
+    led.at(450, Event.ANCHOR_RELEASED, what="x")  # the world talking, not the run
+    led.mark(500, Mark.RESUME_STARTED)
+    led.at(600, Event.TOKEN, req=2, i=0)  # resume phase: not counted
+    assert led.row()["lie_ms"] == 50.5
+
+
+def test_lie_ms_is_zero_when_nothing_happens_after_the_button_and_null_without_it():
+    assert stopped(100, 110).at(50, Event.TOKEN, req=1, i=0).row()["lie_ms"] == 0.0
+    assert stopped(100, None).at(150, Event.TOKEN, req=1, i=0).row()["lie_ms"] is None
+
+
+def test_job_end_and_close():
+    row = stopped().mark(130, Mark.JOB_ENDED, {"error": "CancelledError"}).mark(900, Mark.CLOSED, {}).row()
+    assert (row["job_ended_ms"], row["job_error"], row["close_ok"]) == (30.0, "CancelledError", True)
+    row = stopped().mark(90, Mark.JOB_ENDED, {}).mark(900, Mark.CLOSED, {"error": "boom"}).row()
+    assert (row["job_ended_ms"], row["job_error"], row["close_ok"]) == (-10.0, None, False)
+    row = stopped().row()
+    assert (row["job_ended_ms"], row["job_error"], row["close_ok"]) == (None, None, False)
+
+
+# --- the model ----------------------------------------------------------------------------------------------
+
+def test_tokens_and_requests_after_stop_count_the_stop_phase_only():
+    led = stopped(100, 110)
+    led.at(10, Event.LLM_REQUEST, req=1, turn=0)
+    for ms in (20, 30, 100):  # the token stamped at the very moment of the stop is not after it
+        led.at(ms, Event.TOKEN, req=1, i=0)
+    led.at(120, Event.LLM_REQUEST, req=2, turn=1)
+    for ms in (130, 140, 150):
+        led.at(ms, Event.TOKEN, req=2, i=0)
+    led.mark(200, Mark.RESUME_STARTED)
+    led.at(210, Event.LLM_REQUEST, req=3, turn=1)
+    led.at(220, Event.TOKEN, req=3, i=0)
+    row = led.row()
+    assert row["tokens_total"] == 7
+    assert row["tokens_after_stop"] == 3
+    assert row["llm_requests_after_stop"] == 1
+
+
+def test_nothing_after_stop_is_measured_without_a_stop():
+    row = Ledger().at(10, Event.TOKEN, req=1, i=0).effect(20, 30, "e1").row()
+    assert row["tokens_total"] == 1 and row["effects_committed_total"] == 1
+    for name in ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_in_flight",
+                 "effects_new", "effects_after_stop_by_kind", "effects_compensated", "effects_leaked",
+                 "trigger_delay_ms"):
+        assert row[name] is None, name
+
+
+# --- side effects -------------------------------------------------------------------------------------------
+
+def test_effects_in_flight_new_leaked_and_compensated():
+    led = stopped(100, 110)
+    led.effect(60, 90, "before", kind="pr")  # committed before the stop: not after it
+    led.effect(50, 150, "in-flight", kind="email")  # received before, committed after: in flight
+    led.at(300, Event.COMPENSATION, kind="email", effect_id="in-flight", committed=True)  # ... and recalled
+    led.effect(120, 170, "new", kind="chat")  # received after the stop: new, and it leaks
+    led.effect(130, 360, "slow", kind="email")  # received in the stop phase, committed during resume: counted
+    led.mark(350, Mark.RESUME_STARTED)
+    led.effect(400, 420, "resumed", kind="calendar")  # the resume's own effect: not "after stop"
+    led.effect(430, None, "aborted", kind="email").at(440, Event.EFFECT_ABORTED, kind="email", effect_id="aborted")
+    led.at(450, Event.EFFECT_DUPLICATE, kind="email", effect_id="new", idempotency_key="k")
+    row = led.row()
+    assert row["effects_committed_total"] == 5
+    assert row["effects_after_stop"] == 3
+    assert row["effects_in_flight"] == 1
+    assert row["effects_new"] == 2
+    assert row["effects_after_stop_by_kind"] == {"chat": 1, "email": 2}
+    assert list(row["effects_after_stop_by_kind"]) == ["chat", "email"]  # sorted by kind
+    assert row["effects_compensated"] == 1
+    assert row["effects_leaked"] == 2
+    assert row["effects_aborted"] == 1
+    assert row["effect_duplicate_attempts"] == 1
+
+
+def test_an_effect_received_at_the_stop_is_in_flight():
+    row = stopped(100).effect(100, 120, "e").row()
+    assert (row["effects_in_flight"], row["effects_new"]) == (1, 0)
+
+
+# --- what is still alive --------------------------------------------------------------------------------------
+
+def test_threads_tasks_children_sockets_from_the_audit_after_stop():
+    led = stopped().audit(400, AuditPhase.AFTER_STOP, threads=["a", "b", "c"], threads_busy=["b"], tasks=["t"],
+                          children=[{"pid": 7, "rss": 10}], sockets=[], egress=["1.2.3.4:443", "dns"])
+    row = led.row()
+    assert (row["threads_left"], row["idle_pool_threads"], row["tasks_left"], row["children_left"],
+            row["sockets_left"]) == (1, 2, 1, 1, 0)
+    assert row["egress_attempts"] == 2  # the last audit there is: here the one after stop
+
+
+def test_orphans_are_what_the_audit_after_close_found_and_what_was_reaped():
+    led = stopped().audit(400, AuditPhase.AFTER_STOP, threads=[], threads_busy=[], egress=["x", "y"])
+    led.audit(900, AuditPhase.AFTER_CLOSE, children=[{"pid": 11, "rss": 1000}], egress=["x"])
+    led.mark(950, Mark.REAPED, {"processes": [{"pid": 11, "rss": 1000}, {"pid": 12, "rss": 500}]})
+    row = led.row()
+    assert (row["orphans"], row["orphan_rss_bytes"], row["reaped"]) == (2, 1500, 2)  # pid 11 counted once
+    assert row["egress_attempts"] == 1  # the audit after close is the last one
+
+
+def test_alive_without_audits():
+    row = stopped().row()
+    for name in ("threads_left", "idle_pool_threads", "tasks_left", "children_left", "sockets_left",
+                 "egress_attempts"):
+        assert row[name] is None, name
+    assert (row["orphans"], row["orphan_rss_bytes"], row["reaped"]) == (0, 0, 0)
+    assert row["unattributed_requests"] is None  # the runner reports those per run, not per row
+
+
+def test_egress_falls_back_to_the_audit_after_resume():
+    led = stopped().audit(400, AuditPhase.AFTER_STOP, egress=[]).audit(800, AuditPhase.AFTER_RESUME, egress=["a"])
+    assert led.row()["egress_attempts"] == 1
+
+
+# --- resume -----------------------------------------------------------------------------------------------------
+
+def resumed_run(error: str | None = None, final: bool = True) -> Ledger:
+    led = stopped(100, 110)
+    led.at(10, Event.LLM_REQUEST, req=1, turn=0).at(20, Event.RESPONSE_DONE, req=1, tokens=6, complete=True)
+    led.at(30, Event.LLM_REQUEST, req=2, turn=1)  # cut by the stop: not complete
+    led.at(105, Event.RESPONSE_DONE, req=2, tokens=0, complete=False)
+    led.effect(40, 50, "e1", logical="email:board")
+    led.effect(60, 70, "c1", kind="chat", logical="chat:hi")
+    led.mark(200, Mark.RESUME_STARTED)
+    led.at(210, Event.LLM_REQUEST, req=3, turn=0)  # turn 0 was answered before: a replay
+    led.at(215, Event.TOKEN, req=3, i=0).at(216, Event.TOKEN, req=3, i=1)
+    led.at(220, Event.RESPONSE_DONE, req=3, tokens=2, complete=True)
+    led.at(230, Event.LLM_REQUEST, req=4, turn=1)  # turn 1 never completed: not a replay
+    led.effect(240, 250, "e2", logical="email:board")  # the same email again: a duplicate
+    led.effect(255, 260, "c2", kind="chat", logical="chat:hi")  # the same chat again, but the first is deleted
+    led.at(265, Event.COMPENSATION, kind="chat", effect_id="c1", committed=True)
+    led.at(270, Event.LLM_REQUEST, req=5, turn=2)
+    led.at(275, Event.TOKEN, req=5, i=0)
+    if final:
+        led.at(280, Event.RESPONSE_DONE, req=5, tokens=1, complete=True)
+    return led.mark(300, Mark.RESUME_RETURNED, {"error": error} if error else {})
+
+
+def test_resume_replays_tokens_and_duplicate_effects():
+    row = resumed_run().row()
+    assert row["resume_ok"] is True and row["resume_error"] is None
+    assert row["resume_llm_requests"] == 3
+    assert row["resume_llm_replays"] == 1
+    assert row["resume_tokens"] == 3
+    assert row["resume_duplicate_effects"] == 1  # email:board twice; chat:hi's first copy was compensated
+
+
+def test_resume_that_raised_or_never_reached_the_final_answer_is_not_ok():
+    row = resumed_run(error="ValueError: no checkpoint").row()
+    assert row["resume_ok"] is False and row["resume_error"] == "ValueError: no checkpoint"
+    assert resumed_run(final=False).row()["resume_ok"] is False
+
+
+def test_no_resume():
+    row = stopped().mark(200, Mark.RESUME_ABSENT).row()
+    assert (row["resume_ok"], row["resume_error"], row["resume_llm_requests"], row["resume_llm_replays"],
+            row["resume_tokens"]) == (None, "no resume", None, None, None)
+    assert stopped().row()["resume_error"] is None  # the trial never got that far
+    assert stopped().effect(1, 2, "a", logical="x").effect(3, 4, "b", logical="x").effect(
+        5, 6, "c", logical="x").row()["resume_duplicate_effects"] == 2  # three of one logical effect: two too many
+
+
+# --- trigger precision -------------------------------------------------------------------------------------------
+
+def test_trigger_delay_from_the_anchor_or_the_planned_time():
+    led = Ledger().mark(10, Mark.RUN_STARTED).at(100, Event.ANCHOR_FIRED, anchor="on:token:40")
+    assert led.mark(101.5, Mark.STOP_CALLED).row(ON_TOKEN)["trigger_delay_ms"] == 1.5
+    led = Ledger().mark(10, Mark.RUN_STARTED).mark(161.25, Mark.STOP_CALLED)
+    assert led.row(AT)["trigger_delay_ms"] == 1.25  # planned at 10 + 150 ms
+    assert Ledger().mark(10, Mark.RUN_STARTED).row(AT)["trigger_delay_ms"] is None
+
+
+# --- the registry and the schema ------------------------------------------------------------------------------------
+
+def test_compute_fills_exactly_the_declared_measured_fields_with_values_of_their_type():
+    assert set(metrics.METRICS) == set(schema.MEASURED)
+    for led in (Ledger(), stopped(), resumed_run()):
+        row = led.row()
+        assert list(row) == list(schema.MEASURED)
+        assert schema.problems({**row, **{k: "x" if schema.FIELDS[k].type is str else 1
+                                          for k in schema.REQUIRED}}) == []
+
+
+def test_a_metric_must_be_declared_once_as_measured():
+    with pytest.raises(KeyError, match="not a row field"):
+        metric("tokens_before_stop")
+    with pytest.raises(ValueError, match="written by the runner"):
+        metric("adapter")
+    with pytest.raises(ValueError, match="two metrics"):
+        metric("lie_ms")(lambda trial: 0)
+
+
+def test_status():
+    ok = stopped().events
+    assert metrics.status(ok, 0, None, None) == ("ok", None)
+    assert metrics.status(stopped(100, None).events, 0, None, None) == (
+        "failed", "the trial never reached stop_returned")
+    hung = stopped().mark(200, Mark.HUNG, {"step": "stop", "seconds": 5}).events
+    assert metrics.status(hung, 0, None, None) == ("hung", "'stop' overran 5s")
+    err = stopped().mark(200, Mark.ERROR, {"step": "resume", "error": "boom"}).events
+    assert metrics.status(err, 0, None, None) == ("failed", "resume: boom")
+    assert metrics.status(ok, 0, None, "settle")[0] == "hung"
+    skipped = Ledger().mark(5, Mark.SKIPPED, {"reason": "job ended first"}).events
+    assert metrics.status(skipped, 0, None, None) == ("skipped", "job ended first")
