@@ -2,41 +2,149 @@
 
 `python -m harness.tools.mcp_server --run-url http://127.0.0.1:PORT/runs/<run_id>`
 It registers its pid with the world when it starts, so an orphan is known for certain.
-Works with mcp 1.x (FastMCP) and 2.x (MCPServer): framework environments pin different majors.
+
+It speaks MCP (JSON-RPC 2.0, one message a line on stdin/stdout) as the `mcp` SDK's servers do, answer for
+answer (tests/test_mcp_server.py holds it against the SDK's own server), but on the standard library: a
+framework's MCP client starts a server process per session, some frameworks one per tool call, and
+importing the SDK (its pydantic models) cost ~0.7 s of CPU per start; this starts in a few tens of ms.
+Like the SDK's servers: requests are handled concurrently, `notifications/cancelled` cancels the
+request's handler (its HTTP call to the world is closed), end of stdin cancels what is in flight and
+exits, SIGTERM ends the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import os
+import sys
 from pathlib import Path
-
-import httpx
+from typing import Any
 
 from harness.tools import mitigation as mitigations
+from harness.tools.catalogue import TOOL_SPECS
+from harness.tools.loopback_http import post_json
 from harness.tools.toolbox import Toolbox
 
+SERVER_NAME = "stopbench-world"
+#: the protocol versions the SDK's servers accept; a client asking for another gets the newest
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+LINE_LIMIT = 16 * 1024 * 1024
+#: what the SDK's servers list although we serve none
+EMPTY_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates",
+               "prompts/list": "prompts"}
 
-def _server_class():
-    try:
-        from mcp.server.mcpserver import MCPServer  # mcp 2.x
 
-        return MCPServer
-    except ImportError:
-        from mcp.server.fastmcp import FastMCP  # mcp 1.x
-
-        return FastMCP
+def _object_schema(title: str, properties: dict[str, str]) -> dict[str, Any]:
+    """A JSON Schema of string fields, spelled as pydantic spells a function's model (what the SDK lists)."""
+    return {"properties": {p: {"title": p.replace("_", " ").title(), "type": "string"} for p in properties},
+            "required": list(properties), "title": title, "type": "object"}
 
 
-def build_server(run_url: str, mitigation: str = "none", workdir: str | None = None, run_id: str = ""):
-    server = _server_class()("stopbench-world", log_level="WARNING")
+def tool_list(toolbox: Toolbox) -> list[dict[str, Any]]:
+    return [{"name": name, "description": toolbox.async_[name].__doc__,
+             "inputSchema": _object_schema(f"{name}Arguments", TOOL_SPECS[name][1]),
+             "outputSchema": _object_schema(f"{name}Output", {"result": ""})}
+            for name in TOOL_SPECS]
+
+
+class McpServer:
+    def __init__(self, toolbox: Toolbox):
+        self.toolbox = toolbox
+        self.tools = tool_list(toolbox)
+        self.in_flight: dict[Any, asyncio.Task] = {}
+        self.out = sys.stdout.buffer
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.out.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self.out.flush()
+
+    async def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        if name not in self.toolbox.async_:
+            return {"content": [{"type": "text", "text": f"Unknown tool: {name}"}], "isError": True}
+        try:
+            text = await self.toolbox.async_[name](**(params.get("arguments") or {}))
+        except Exception as e:  # the tool failed: the client sees an error result, as from the SDK
+            return {"content": [{"type": "text", "text": f"Error executing tool {name}: {e}"}], "isError": True}
+        return {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}, "isError": False}
+
+    async def answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            return {"protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+                    "capabilities": {"prompts": {"listChanged": False},
+                                     "resources": {"subscribe": False, "listChanged": False},
+                                     "tools": {"listChanged": False}},
+                    "serverInfo": {"name": SERVER_NAME, "version": ""}}
+        if method == "tools/list":
+            return {"tools": self.tools}
+        if method == "tools/call":
+            return await self.call_tool(params)
+        if method == "ping":
+            return {}
+        if method in EMPTY_LISTS:
+            return {EMPTY_LISTS[method]: []}
+        raise LookupError(method)
+
+    async def request(self, msg: dict[str, Any]) -> None:
+        rid, method = msg["id"], msg.get("method", "")
+        try:
+            params = msg.get("params") or {}
+            if not isinstance(params, dict):
+                raise TypeError("params must be an object")
+            self.send({"jsonrpc": "2.0", "id": rid, "result": await self.answer(method, params)})
+        except LookupError:
+            self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": METHOD_NOT_FOUND, "message": "Method not found",
+                                                              "data": method}})
+        except TypeError as e:
+            self.send({"jsonrpc": "2.0", "id": rid, "error": {"code": INVALID_PARAMS, "message": str(e)}})
+        finally:
+            self.in_flight.pop(rid, None)
+
+    def notification(self, msg: dict[str, Any]) -> None:
+        if msg.get("method") == "notifications/cancelled":  # the handler stops; a cancelled request gets no answer
+            task = self.in_flight.pop((msg.get("params") or {}).get("requestId"), None)
+            if task is not None:
+                task.cancel()
+
+    async def serve(self, stdin: asyncio.StreamReader) -> None:
+        while line := await stdin.readline():
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict) or "method" not in msg:
+                continue  # a response to nothing we asked: the server never asks
+            if "id" in msg:
+                self.in_flight[msg["id"]] = asyncio.create_task(self.request(msg))
+            else:
+                self.notification(msg)
+        for task in list(self.in_flight.values()):  # end of stdin: the client is gone
+            task.cancel()
+        await asyncio.gather(*self.in_flight.values(), return_exceptions=True)
+
+
+async def _stdin() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    return reader
+
+
+async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str) -> None:
+    status, text = await post_json(f"{run_url}/processes", {"pid": os.getpid(), "role": "mcp_server"}, timeout_s=10)
+    if status >= 400:
+        raise SystemExit(f"mcp_server: the world refused registration: HTTP {status} {text[:200]}")
     policy = mitigations.Mitigation(mitigation)
     folder = Path(workdir or ".")
     log = policy.saga_log(folder)
-    toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder), on_attempt=log.attempt if log else None)
-    for name, fn in toolbox.async_.items():
-        server.tool(name=name, description=fn.__doc__)(fn)
-    return server
+    toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder),
+                      on_attempt=log.attempt if log else None, apost=post_json)
+    await McpServer(toolbox).serve(await _stdin())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,10 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", help="the trial folder (saga log and key generations live there)")
     parser.add_argument("--run-id", default="")
     args = parser.parse_args(argv)
-    run_url = args.run_url.rstrip("/")
-    httpx.post(f"{run_url}/processes", json={"pid": os.getpid(), "role": "mcp_server"},
-               timeout=10, verify=False).raise_for_status()
-    build_server(run_url, args.mitigation, args.workdir, args.run_id).run("stdio")
+    asyncio.run(amain(args.run_url.rstrip("/"), args.mitigation, args.workdir, args.run_id))
 
 
 if __name__ == "__main__":

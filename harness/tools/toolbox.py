@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_PARAMETERS, TOOL_SPECS
 
@@ -28,10 +27,31 @@ class ToolError(RuntimeError):
     """The service refused or failed the call; the framework sees it as a failed tool."""
 
 
-def _answer(response: httpx.Response) -> dict[str, Any]:
-    if response.status_code >= 400:
-        raise ToolError(f"{response.request.url.path}: HTTP {response.status_code}: {response.text[:200]}")
-    return response.json()
+# apost(url, JSON body, headers, timeout_s) -> (status, text): how async calls reach the service
+AsyncPost = Callable[[str, Any, dict[str, str], float], Awaitable[tuple[int, str]]]
+
+
+def _httpx_post(url: str, body: Any, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    import httpx  # not at import: the MCP server imports this module and uses harness.tools.loopback_http
+
+    with httpx.Client(timeout=timeout_s, verify=False) as client:
+        r = client.post(url, json=body, headers=headers)
+        return r.status_code, r.text
+
+
+async def httpx_apost(url: str, body: Any, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+    """A client per call: frameworks run async tools on loops of their own choosing."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:
+        r = await client.post(url, json=body, headers=headers)
+        return r.status_code, r.text
+
+
+def _answer(url: str, status: int, text: str) -> dict[str, Any]:
+    if status >= 400:
+        raise ToolError(f"{urlsplit(url).path}: HTTP {status}: {text[:200]}")
+    return json.loads(text)
 
 
 class Toolbox:
@@ -43,8 +63,9 @@ class Toolbox:
 
     def __init__(self, services_url: str, key_policy: KeyPolicy | None = None,
                  on_result: ResultHook | None = None, timeout_s: float = 30.0,
-                 on_attempt: AttemptHook | None = None):
+                 on_attempt: AttemptHook | None = None, apost: AsyncPost = httpx_apost):
         self.services_url = services_url.rstrip("/")
+        self.apost = apost
         self.key_policy = key_policy
         self.on_result = on_result
         self.on_attempt = on_attempt
@@ -62,31 +83,26 @@ class Toolbox:
 
     def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
         url, headers = self._request(name, arguments, idempotency_key)
-        with httpx.Client(timeout=self.timeout_s, verify=False) as client:
-            answer = _answer(client.post(url, json=arguments, headers=headers))
+        answer = _answer(url, *_httpx_post(url, arguments, headers, self.timeout_s))
         if self.on_result:
             self.on_result(name, arguments, answer)
         return json.dumps(answer)
 
     async def acall(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
         url, headers = self._request(name, arguments, idempotency_key)
-        # A client per call: frameworks run async tools on loops of their own choosing.
-        async with httpx.AsyncClient(timeout=self.timeout_s, verify=False) as client:
-            answer = _answer(await client.post(url, json=arguments, headers=headers))
+        answer = _answer(url, *await self.apost(url, arguments, headers, self.timeout_s))
         if self.on_result:
             self.on_result(name, arguments, answer)
         return json.dumps(answer)
 
     def compensate(self, kind: str, effect_id: str) -> dict[str, Any]:
         """Undo a committed effect (recall the email, close the PR, cancel the meeting, delete the post)."""
-        with httpx.Client(timeout=self.timeout_s, verify=False) as client:
-            return _answer(client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
-                                       json={"effect_id": effect_id}))
+        url = f"{self.services_url}/{COMPENSATION_PATH[kind]}"
+        return _answer(url, *_httpx_post(url, {"effect_id": effect_id}, {}, self.timeout_s))
 
     async def acompensate(self, kind: str, effect_id: str) -> dict[str, Any]:
-        async with httpx.AsyncClient(timeout=self.timeout_s, verify=False) as client:
-            return _answer(await client.post(f"{self.services_url}/{COMPENSATION_PATH[kind]}",
-                                             json={"effect_id": effect_id}))
+        url = f"{self.services_url}/{COMPENSATION_PATH[kind]}"
+        return _answer(url, *await self.apost(url, {"effect_id": effect_id}, {}, self.timeout_s))
 
     def _make_sync(self, name: str) -> Callable[..., str]:
         params = TOOL_PARAMETERS[name]
