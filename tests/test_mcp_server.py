@@ -50,8 +50,10 @@ def _run(world_client, latency_ms: int = 5) -> str:
 
 def _transcript(module: str, run_url: str) -> list[dict]:
     server = Server(module, run_url)
-    calls = [("tools/list", {}), ("tools/call", {"name": "draft_document", "arguments": {"title": "a", "topic": "b"}}),
-             ("tools/call", {"name": "send_email", "arguments": EMAIL}), ("tools/call", {"name": "nope", "arguments": {}}),
+    calls = [("tools/list", {}),
+             ("tools/call", {"name": "draft_document", "arguments": {"title": "a", "topic": "b"}}),
+             ("tools/call", {"name": "send_email", "arguments": EMAIL}),
+             ("tools/call", {"name": "nope", "arguments": {}}),
              ("ping", None), ("resources/list", {}), ("prompts/list", {}), ("resources/templates/list", {})]
     out = [server.ask(INIT)]
     server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -85,8 +87,9 @@ def test_calls_run_concurrently_and_a_cancelled_call_gets_no_answer(world_client
     server.ask(INIT)
     started = time.monotonic()
     for i in (2, 3):
-        server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "book_meeting", "arguments":
-                     {"title": f"m{i}", "when": "2026-01-01T10:00:00Z"}}})
+        meeting = {"title": f"m{i}", "when": "2026-01-01T10:00:00Z"}
+        server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                     "params": {"name": "book_meeting", "arguments": meeting}})
     server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "send_email", "arguments": EMAIL}})
     time.sleep(0.1)
     server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}})
@@ -103,7 +106,8 @@ def test_calls_run_concurrently_and_a_cancelled_call_gets_no_answer(world_client
 def test_end_of_stdin_ends_the_server_with_a_call_in_flight(world_client, module):
     server = Server(module, _run(world_client, latency_ms=5000))
     server.ask(INIT)
-    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "send_email", "arguments": EMAIL}})
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "send_email", "arguments": EMAIL}})
     time.sleep(0.3)
     started = time.monotonic()
     server.close()
