@@ -90,7 +90,8 @@ def test_calls_run_concurrently_and_a_cancelled_call_gets_no_answer(world_client
         meeting = {"title": f"m{i}", "when": "2026-01-01T10:00:00Z"}
         server.send({"jsonrpc": "2.0", "id": i, "method": "tools/call",
                      "params": {"name": "book_meeting", "arguments": meeting}})
-    server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "send_email", "arguments": EMAIL}})
+    server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                 "params": {"name": "send_email", "arguments": EMAIL}})
     time.sleep(0.1)
     server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}})
     answers = {server.receive()["id"] for _ in range(2)}
