@@ -7,7 +7,8 @@
   left is the harness: run creation, fork, audits, marks, reap scan, ledger fetch, metrics, row.
 - subject start: fork of this process (with the reference adapter's `openai` already imported) until
   the child is running, and the full fork -> exit -> waitpid round trip; and the same with spawn.
-Goal: under 50 ms per trial with forked subjects. Results also go to benchmarks/results/trial.json.
+Goal (issue #17): p50 of 20 ms or less per trial with forked subjects (it was 50 ms).
+Results also go to benchmarks/results/trial.json.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def spawn_roundtrip(n: int) -> float:
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import harness.subject, openai"], check=True)
+        subprocess.run([sys.executable, "-c", "import harness.trial.subject, openai"], check=True)
         times.append((time.perf_counter() - t0) * 1000)
     return statistics.median(times)
 
@@ -92,9 +93,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="stopbench-overhead-"))
-    offsets = [f"at:{i}ms" for i in range(args.trials)]  # distinct trials, each stopped at once
-    opts = RunOptions(adapter="benchmarks.trial_overhead:NullAdapter", scenarios=["q3_report"], offsets=offsets,
-                      out=out, settle_window_ms=0)
+    # distinct trials (repetitions), each stopped the moment it starts: no scripted waiting in the figure
+    opts = RunOptions(adapter="benchmarks.trial_overhead:NullAdapter", scenarios=["q3_report"], offsets=["at:0ms"],
+                      reps=args.trials, out=out, settle_window_ms=0)
     rows = run_matrix(NullAdapter, opts, log=open(os.devnull, "w"))
     durations = [r["duration_s"] * 1000 for r in rows if r["status"] == "ok"]
     result = {
@@ -103,9 +104,9 @@ def main() -> None:
         "trial_overhead_ms_mean": statistics.mean(durations),
         **fork_roundtrip(50),
         "spawn_subject_ms_p50": spawn_roundtrip(5),
-        "goal_ms": 50,
+        "goal_ms": 20,
     }
-    result["met"] = result["trial_overhead_ms_p50"] < 50
+    result["met"] = result["trial_overhead_ms_p50"] <= 20
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2))
     width = max(map(len, result))

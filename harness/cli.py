@@ -15,6 +15,8 @@ from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
 from harness.tools.mitigation import MitigationError
 from harness.trial.spec import ShardError
 
+MAX_JOBS = 64
+
 
 class UsageError(Exception):
     """Bad arguments: exit 2 with the message."""
@@ -31,12 +33,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness.trial.runner import RunOptions, run_matrix
     from harness.trial.spec import Deadlines
 
-    if args.reps < 1 or args.jobs < 1:
-        raise UsageError("--reps and --jobs must be at least 1")
+    if args.reps < 1:
+        raise UsageError(f"--reps {args.reps}: must be at least 1")
+    if args.jobs != "auto" and not (args.jobs.isdigit() and 1 <= int(args.jobs) <= MAX_JOBS):
+        raise UsageError(f"--jobs {args.jobs!r}: give a number from 1 to {MAX_JOBS}, or auto")
+    jobs = None if args.jobs == "auto" else int(args.jobs)
     adapter_cls = load_adapter(args.adapter)
     opts = RunOptions(
         adapter=args.adapter, modes=args.mode or [], scenarios=args.scenario or [], offsets=args.offset or [],
-        tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=args.jobs,
+        tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
     )
@@ -158,7 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
                    help="harness-side mitigation (repeatable; default: none)")
     r.add_argument("--reps", type=int, default=1)
-    r.add_argument("--jobs", type=int, default=1, help="trials side by side")
+    r.add_argument("--jobs", default="1", help="trials side by side: a number, or auto (as many as the CPU and "
+                   "the stops' precision allow; see harness/trial/concurrency.py)")
     r.add_argument("--shard", metavar="K/N", help="run only shard K of N of the matrix (deterministic; the N shards "
                    "together are the whole matrix)")
     r.add_argument("--out", default="results")

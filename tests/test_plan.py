@@ -41,3 +41,30 @@ def test_a_bad_shard_is_a_clear_error(bad, capsys, tmp_path):
     assert main(["run", "--adapter", "reference", "--shard", bad, "--out", str(tmp_path)]) == 2
     assert f"--shard {bad!r}" in capsys.readouterr().err
     assert not (tmp_path / "raw").exists()
+
+
+def test_jobs_auto_adds_trials_while_there_is_room_and_halves_when_a_stop_is_late(monkeypatch):
+    from harness.trial import concurrency
+
+    cpu = {"percent": 10.0}
+    monkeypatch.setattr(concurrency.psutil, "cpu_percent", lambda interval=None: cpu["percent"])
+    monkeypatch.setattr(concurrency.os, "cpu_count", lambda: 2)
+    auto = concurrency.Concurrency(None)
+    assert (auto.limit, auto.ceiling) == (2, 8)
+    for _ in range(10):
+        auto.observe({"trigger_delay_ms": 0.3})
+    assert auto.limit == 8  # the ceiling: 4 per core
+    auto.observe({"trigger_delay_ms": 25.0})
+    assert auto.limit == 4 and auto.late == 1
+    cpu["percent"] = 97.0
+    auto.observe({"trigger_delay_ms": 0.2})
+    assert auto.limit == 4  # no room on the CPU: no more
+    fixed = concurrency.Concurrency(3)
+    fixed.observe({"trigger_delay_ms": 50.0})
+    assert fixed.limit == 3 and fixed.late == 1  # counted, never changed
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "65", "many", "1.5"])
+def test_a_bad_jobs_value_is_a_clear_error(bad, capsys, tmp_path):
+    assert main(["run", "--adapter", "reference", "--jobs", bad, "--out", str(tmp_path)]) == 2
+    assert f"--jobs {bad!r}" in capsys.readouterr().err

@@ -116,6 +116,9 @@ def _fields() -> Iterable[Field]:
     yield trial("reason", str, "why the row is not `ok`: the step and what happened", nullable=True)
     yield trial("run_id", str, "the world's id for the run: every ledger entry of the trial carries it")
     yield trial("duration_s", float, "wall time of the whole trial", unit="s")
+    yield trial("subject_cpu_s", float, "CPU time (user + system) of the subject process and the processes it "
+                "waited for (MCP servers its framework ended), measured by the kernel at its exit", unit="s",
+                nullable=True)
 
     def measured(name, typ, group, meaning, **kw):
         kw.setdefault("unit", "count" if typ is int else "none")

@@ -23,6 +23,7 @@ from harness.contract.registry import AdapterError
 from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
+from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.spec import Deadlines, Shard, TrialSpec
 from harness.trial.trial import RunningTrial, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess
@@ -37,7 +38,7 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
-    jobs: int = 1
+    jobs: int | None = 1  # None: auto (harness.trial.concurrency)
     out: Path = Path("results")
     scenarios_dir: Path = DEFAULT_SCENARIOS_DIR
     start_method: str = "fork"
@@ -86,7 +87,8 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     done = finished_trials(out_file)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
-          f"{len(todo)} to run (jobs={opts.jobs}{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
+          f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
+          f"{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
     if not todo:
         return []
     os.environ.update(adapter_cls.environment)
@@ -97,13 +99,14 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     rows: list[dict[str, Any]] = []
     running: list[tuple[TrialSpec, RunningTrial]] = []
     started = time.monotonic()
+    concurrency = Concurrency(opts.jobs)
     try:
         with WorldProcess(opts.scenarios_dir) as world:
             client = WorldClient(world.url)
             warm_up(world.url)
             queue = list(todo)
             while queue or running:
-                while queue and len(running) < opts.jobs:
+                while queue and len(running) < concurrency.limit:
                     spec = queue.pop(0)
                     running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
                                                        opts.deadlines, opts.start_method, opts.settle_window_ms)))
@@ -115,6 +118,7 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
                     row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
                     append_row(out_file, row)
                     rows.append(row)
+                    concurrency.observe(row)
                     _progress(log, len(rows), len(todo), row, started)
                 if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
                     select.select([t.read_fd for _, t in running], [], [], 0.02)
@@ -133,6 +137,9 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
         if not opts.keep_workdirs:
             shutil.rmtree(workroot, ignore_errors=True)
     print_summary(rows, log)
+    if concurrency.late:
+        print(f"stopbench: {concurrency.late} stop(s) fired more than {TRIGGER_TOLERANCE_MS:g} ms late "
+              f"(jobs {concurrency}); their timings are imprecise", file=log, flush=True)
     return rows
 
 

@@ -72,6 +72,7 @@ class RunningTrial:
         self.started = time.monotonic()
         self.killed_step: str | None = None
         self.exit_code: int | None = None
+        self.cpu_s: float | None = None  # the subject's and its waited-for children's, from the kernel
         created = world.create_run(scenario.name, seed=spec.seed,
                                    stop_anchor=spec.offset.text if spec.offset.is_event else None)
         self.run_id = created["run_id"]
@@ -126,10 +127,11 @@ class RunningTrial:
                 return False
             self.exit_code = code
             return True
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(self.pid, os.WNOHANG)
         if pid == 0:
             return False
         self.exit_code = os.waitstatus_to_exitcode(status)
+        self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
         return True
 
     def kill(self) -> None:
@@ -143,8 +145,9 @@ class RunningTrial:
             self.exit_code = self.proc.wait()
         else:
             try:
-                _, status = os.waitpid(self.pid, 0)
+                _, status, usage = os.wait4(self.pid, 0)
                 self.exit_code = os.waitstatus_to_exitcode(status)
+                self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
             except ChildProcessError:
                 pass
 
@@ -164,7 +167,7 @@ class RunningTrial:
         row = metrics.compute(events, self.scenario, self.spec.offset)
         status, reason = metrics.status(events, self.exit_code, self.watchdog.crash, self.killed_step)
         row.update(status=status, reason=reason, run_id=self.run_id,
-                   duration_s=round(time.monotonic() - self.started, 3))
+                   duration_s=round(time.monotonic() - self.started, 3), subject_cpu_s=self.cpu_s)
         return row
 
     def finish_quietly(self) -> None:

@@ -1,0 +1,45 @@
+"""How many trials run side by side: fixed (`--jobs N`) or chosen as the run goes (`--jobs auto`).
+
+Trials mostly wait (the scenario's pacing and latencies), so more trials than cores keep the cores busy;
+too many and the harness's own timing suffers. `auto` adds a trial while the CPU has room and the stops
+fire on time, and halves the number when a stop fires late: event-anchored counts do not depend on load
+(the world freezes at the anchor), but time offsets and every timing do.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import psutil
+
+#: a stop that fired later than this after its planned moment (or its anchor) was fired under load
+TRIGGER_TOLERANCE_MS = 10.0
+CPU_ROOM = 85.0  # add a trial while the machine's CPU is below this percentage
+
+
+class Concurrency:
+    def __init__(self, jobs: int | None):
+        """`jobs` None: auto."""
+        cpus = os.cpu_count() or 1
+        self.auto = jobs is None
+        self.limit = jobs if jobs is not None else cpus
+        self.ceiling = jobs if jobs is not None else 4 * cpus
+        self.late = 0
+        if self.auto:
+            psutil.cpu_percent(None)  # starts the CPU sampling window
+
+    def observe(self, row: dict[str, Any]) -> None:
+        """After each finished trial."""
+        delay = row.get("trigger_delay_ms")
+        late = delay is not None and delay > TRIGGER_TOLERANCE_MS
+        self.late += late
+        if not self.auto:
+            return
+        if late:
+            self.limit = max(1, self.limit // 2)
+        elif psutil.cpu_percent(None) < CPU_ROOM:
+            self.limit = min(self.ceiling, self.limit + 1)
+
+    def __str__(self) -> str:
+        return f"auto, now {self.limit}" if self.auto else str(self.limit)
