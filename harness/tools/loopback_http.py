@@ -1,49 +1,126 @@
-"""A minimal asyncio HTTP/1.1 client for JSON POSTs to the world on loopback.
+"""A minimal asyncio HTTP/1.1 client for the harness's own talk with the world on loopback.
 
-The MCP server uses it instead of httpx: a server process is started for every MCP session (some
-frameworks start one per tool call), and importing an HTTP stack costs more CPU than the whole server
-needs. Standard library only; one connection per request (`Connection: close`), as the tools' own
-httpx clients do (a client per call). Cancelling the call closes the connection, as httpx does.
+The MCP server (a process per MCP session) and every subject (a process per trial) use it instead of
+httpx: importing, building and first using an HTTP stack in a fresh or freshly forked process costs more
+than all the requests they make. Standard library only; one connection per request
+(`Connection: close`), so no harness connection stays open between requests; cancelling a call closes
+its connection, as httpx does. `stream_lines` reads a server-sent event stream (chunked).
+The frameworks' own traffic never goes through here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
+
+_NO_BODY = object()
 
 
 class LoopbackHTTPError(OSError):
-    """The world answered something that is not HTTP/1.1 with a Content-Length."""
+    """The world answered something that is not HTTP/1.1, or an error status where none was expected."""
+
+
+class Answer:
+    """What `LoopbackClient` returns: the subset of httpx.Response the harness uses."""
+
+    def __init__(self, method: str, url: str, status: int, text: str):
+        self.method, self.url, self.status_code, self.text = method, url, status, text
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+    def raise_for_status(self) -> None:
+        if self.status_code >= 400:
+            raise LoopbackHTTPError(f"{self.method} {self.url}: HTTP {self.status_code} {self.text[:300]}")
+
+
+async def _open(method: str, url: str, body: Any, headers: dict[str, str]):
+    parts = urlsplit(url)
+    data = b"" if body is _NO_BODY else json.dumps(body).encode()
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+            *(["Content-Type: application/json", f"Content-Length: {len(data)}"] if body is not _NO_BODY else []),
+            *(f"{k}: {v}" for k, v in headers.items())]
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+    writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
+    await writer.drain()
+    status_line = await reader.readline()
+    fields = status_line.split()
+    if len(fields) < 2 or not fields[1].isdigit():
+        writer.close()
+        raise LoopbackHTTPError(f"{method} {url}: not an HTTP answer: {status_line[:80]!r}")
+    found: dict[str, str] = {}
+    while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        found[name.strip().lower()] = value.strip()
+    return int(fields[1]), found, reader, writer
+
+
+async def _request(method: str, url: str, body: Any, headers: dict[str, str]) -> tuple[int, str]:
+    status, found, reader, writer = await _open(method, url, body, headers)
+    try:
+        if "content-length" in found:
+            data = await reader.readexactly(int(found["content-length"]))
+        else:
+            data = await reader.read()
+        return status, data.decode()
+    finally:
+        writer.close()
+
+
+async def request(method: str, url: str, body: Any = _NO_BODY, headers: dict[str, str] | None = None,
+                  timeout_s: float = 30.0) -> tuple[int, str]:
+    """(status, response text)."""
+    return await asyncio.wait_for(_request(method, url, body, headers or {}), timeout_s)
 
 
 async def post_json(url: str, body: Any, headers: dict[str, str] | None = None,
                     timeout_s: float = 30.0) -> tuple[int, str]:
     """POST `body` as JSON; returns (status, response text)."""
-    return await asyncio.wait_for(_post(url, body, headers or {}), timeout_s)
+    return await request("POST", url, body, headers, timeout_s)
 
 
-async def _post(url: str, body: Any, headers: dict[str, str]) -> tuple[int, str]:
-    parts = urlsplit(url)
-    data = json.dumps(body).encode()
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
-    head = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc}", "Content-Type: application/json",
-            f"Content-Length: {len(data)}", "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+async def stream_lines(url: str) -> AsyncIterator[str]:
+    """GET a server-sent event stream and yield its lines as they come (chunked transfer encoding)."""
+    status, found, reader, writer = await _open("GET", url, _NO_BODY, {"Accept": "text/event-stream"})
     try:
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
-        await writer.drain()
-        status_line = await reader.readline()
-        fields = status_line.split()
-        if len(fields) < 2 or not fields[1].isdigit():
-            raise LoopbackHTTPError(f"POST {url}: not an HTTP answer: {status_line[:80]!r}")
-        length = None
-        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value.strip())
-        text = await reader.readexactly(length) if length is not None else await reader.read()
-        return int(fields[1]), text.decode()
+        if status >= 400:
+            raise LoopbackHTTPError(f"GET {url}: HTTP {status}")
+        chunked = found.get("transfer-encoding", "").lower() == "chunked"
+        buffer = b""
+        while True:
+            if chunked:
+                size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    return
+                data = await reader.readexactly(size)
+                await reader.readline()  # the CRLF after the chunk
+            else:
+                data = await reader.read(65536)
+                if not data:
+                    return
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                yield line.decode().rstrip("\r")
     finally:
         writer.close()
+
+
+class LoopbackClient:
+    """`get` / `post` as the harness calls them on httpx, over `request`."""
+
+    def __init__(self, timeout_s: float = 30.0):
+        self.timeout_s = timeout_s
+
+    async def get(self, url: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> Answer:
+        full = f"{url}?{urlencode(params)}" if params else url
+        status, text = await request("GET", full, timeout_s=timeout or self.timeout_s)
+        return Answer("GET", url, status, text)
+
+    async def post(self, url: str, json: Any = None, timeout: float | None = None) -> Answer:
+        status, text = await request("POST", url, json, timeout_s=timeout or self.timeout_s)
+        return Answer("POST", url, status, text)

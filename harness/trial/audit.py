@@ -80,6 +80,30 @@ def _socket_fds() -> list[dict[str, Any]]:
     return out
 
 
+def _children_of(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += map(int, f.read().split())
+    except (OSError, ValueError):  # gone meanwhile
+        pass
+    return out
+
+
+def descendant_pids(pid: int | None = None) -> list[int]:
+    """Every live descendant of `pid` (default: this process), from the kernel's per-thread child lists
+    (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine."""
+    if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # kernels without CONFIG_PROC_CHILDREN
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    found, stack = [], [pid or os.getpid()]
+    while stack:
+        kids = _children_of(stack.pop())
+        found += kids
+        stack += kids
+    return found
+
+
 def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
     me = psutil.Process()
     threads = [{"ident": t.ident, "name": t.name, "daemon": t.daemon} for t in threading.enumerate()]
@@ -89,8 +113,9 @@ def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
     except RuntimeError:
         tasks = []
     children = []
-    for c in me.children(recursive=True):
+    for pid in descendant_pids():
         try:
+            c = psutil.Process(pid)
             children.append({"pid": c.pid, "ppid": c.ppid(), "create_time": c.create_time(),
                               "cmdline": " ".join(c.cmdline()[:4])[:200], "rss": c.memory_info().rss})
         except psutil.Error:

@@ -8,10 +8,9 @@ import json
 import time
 from typing import Any
 
-import httpx
-
 from harness.clock import sleep_until_ns
 from harness.scenario import Offset
+from harness.tools.loopback_http import stream_lines
 
 
 class ControlStream:
@@ -24,16 +23,15 @@ class ControlStream:
         self.anchor: dict[str, Any] = {}  # anchor_t (the world's stamp) and received_t
 
     async def listen(self) -> None:
-        async with httpx.AsyncClient(timeout=None, verify=False) as client, client.stream("GET", self.url) as r:
-            async for line in r.aiter_lines():
-                if line.startswith(": open"):
-                    self.ready.set()
-                elif line.startswith("data:"):
-                    msg = json.loads(line[5:])
-                    self.anchor["anchor_t"] = msg.get("t")
-                    self.anchor["received_t"] = time.monotonic_ns()
-                    self.stop.set()
-                    return
+        async for line in stream_lines(self.url):
+            if line.startswith(": open"):
+                self.ready.set()
+            elif line.startswith("data:"):
+                msg = json.loads(line[5:])
+                self.anchor["anchor_t"] = msg.get("t")
+                self.anchor["received_t"] = time.monotonic_ns()
+                self.stop.set()
+                return
 
 
 async def pressed(offset: Offset, run_started_ns: int, control: ControlStream | None) -> None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
+from harness.tools.loopback_http import LoopbackClient
 
 
 class MarkBuffer:
-    def __init__(self, http: httpx.AsyncClient, run_url: str):
+    def __init__(self, http: LoopbackClient, run_url: str):
         self.http = http
         self.url = f"{run_url}/marks"
         self.pending: list[dict[str, Any]] = []

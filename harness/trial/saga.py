@@ -11,14 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mitigation import Mitigation, SagaLog, bump_generations
 from harness.tools.toolbox import Toolbox
 
 
 class Saga:
-    def __init__(self, log: SagaLog, workdir: Path, http: httpx.AsyncClient, services_url: str, toolbox: Toolbox):
+    def __init__(self, log: SagaLog, workdir: Path, http: LoopbackClient, services_url: str, toolbox: Toolbox):
         self.log = log
         self.workdir = workdir
         self.http = http
@@ -55,6 +54,6 @@ class Saga:
         return found
 
 
-def saga_for(mitigation: Mitigation, log: SagaLog | None, workdir: Path, http: httpx.AsyncClient,
+def saga_for(mitigation: Mitigation, log: SagaLog | None, workdir: Path, http: LoopbackClient,
              services_url: str, toolbox: Toolbox) -> Saga | None:
     return Saga(log, workdir, http, services_url, toolbox) if mitigation.saga and log is not None else None

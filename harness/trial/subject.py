@@ -16,10 +16,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.scenario import Scenario
+from harness.tools.loopback_http import LoopbackClient
 from harness.tools.toolbox import Toolbox
 from harness.trial import audit
 from harness.trial.control import ControlStream, pressed
@@ -45,7 +44,7 @@ class Subject:
         self.saga_log = mitigation.saga_log(run.workdir)
         self.toolbox = Toolbox(run.services_base_url, key_policy=mitigation.key_policy(run.run_id, run.workdir),
                                on_attempt=self.saga_log.attempt if self.saga_log else None)
-        self.http: httpx.AsyncClient
+        self.http: LoopbackClient
         self.marks: MarkBuffer
         self.saga: Saga | None = None
 
@@ -102,7 +101,7 @@ class Subject:
 
     async def run(self) -> None:
         spec, run, deadlines = self.spec, self.plan.run, self.deadlines
-        self.http = httpx.AsyncClient(timeout=30, verify=False)  # loopback http: no CA bundle to load
+        self.http = LoopbackClient()  # a connection per request: none of the harness's stays open
         self.marks = MarkBuffer(self.http, run.run_url)
         if self.saga_log is not None:
             self.saga = saga_for(spec.mitigation, self.saga_log, run.workdir, self.http, run.services_base_url,
@@ -112,7 +111,6 @@ class Subject:
         if control is not None:
             self.own(control.listen())
             await asyncio.wait_for(control.ready.wait(), 10)
-        await self.http.get(f"{run.world_url}/health")  # the harness's own connection exists at baseline
         await self.audit(AuditPhase.BASELINE)
         why = self.adapter_cls.unsupported.get((spec.mode, spec.tool_style))
         if why:
@@ -254,11 +252,8 @@ class Subject:
 
 async def _children_settle(seconds: float) -> None:
     """Give processes a moment to exit after close() returned (a terminate takes a few ms to land)."""
-    import psutil
-
     deadline = time.monotonic() + seconds
-    me = psutil.Process()
-    while me.children(recursive=True) and time.monotonic() < deadline:
+    while audit.descendant_pids() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
 
 
