@@ -25,8 +25,43 @@ def processes_of_runs(run_ids: set[str] | list[str]) -> list[dict[str, Any]]:
     return found
 
 
-def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int) -> list[dict[str, Any]]:
-    """Kill every process of the run still alive; say which, and how much memory each held."""
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks since boot) from /proc/<pid>/stat, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rindex(b")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ... starttime (22nd)
+    return int(fields[2]), int(fields[19])
+
+
+def start_ticks(pid: int) -> int:
+    """When a process started (clock ticks since boot); 0 if it cannot be read."""
+    stat = _stat(pid)
+    return stat[1] if stat else 0
+
+
+def _owner_marker(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return b""
+    key = OWNER_ENV.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):]
+    return b""
+
+
+def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0) -> list[dict[str, Any]]:
+    """Kill every process of the run still alive; say which, and how much memory each held.
+
+    Candidates: MCP servers that registered with the world, children an audit saw, and every process
+    started since the subject (`since_ticks`) that carries the run's owner marker or sits in the
+    subject's process group (only those are read: a process started before the subject cannot be the run's).
+    """
     candidates: dict[int, str] = {}
     created: dict[int, float] = {}  # pid -> create_time seen by an audit: a reused pid is never killed
     for e in events:
@@ -36,15 +71,19 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int) -> lis
             for c in e["data"].get("children", []) or []:
                 candidates.setdefault(c["pid"], "seen_child")
                 created[c["pid"]] = c["create_time"]
-    marker = f"run:{run_id}"
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if p.pid != os.getpid() and p.environ().get(OWNER_ENV) == marker:
-                candidates.setdefault(p.pid, "marked")
-            elif os.getpgid(p.pid) == subject_pid and p.pid != subject_pid:
-                candidates.setdefault(p.pid, "process_group")
-        except (psutil.Error, OSError):
+    marker = f"run:{run_id}".encode()
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (me, subject_pid):
             continue
+        pid = int(name)
+        stat = _stat(pid)
+        if stat is None or stat[1] < since_ticks:
+            continue
+        if _owner_marker(pid) == marker:
+            candidates.setdefault(pid, "marked")
+        elif stat[0] == subject_pid:
+            candidates.setdefault(pid, "process_group")
     reaped = []
     for pid, source in candidates.items():
         try:

@@ -21,7 +21,7 @@ from typing import Any
 from harness.contract.adapter import Adapter
 from harness.results import metrics
 from harness.scenario import Scenario
-from harness.trial.reap import reap_run
+from harness.trial.reap import reap_run, start_ticks
 from harness.trial.spec import Deadlines, RunInfo, SubjectPlan, TrialSpec
 from harness.trial.subject import subject_main
 from harness.trial.watchdog import WatchdogReader
@@ -106,6 +106,7 @@ class RunningTrial:
             )
             self.pid = self.proc.pid
         os.close(write_fd)
+        self.subject_start = start_ticks(self.pid)  # anything of the run started after this
         self.watchdog = WatchdogReader(read_fd)
         self.read_fd = read_fd
 
@@ -160,7 +161,7 @@ class RunningTrial:
             # what was already in flight still lands: let it, so the row counts it
             self.world.quiet(self.run_id, self.plan.settle_window_ms, self.deadlines.settle * 1000)
         events = self.world.ledger(self.run_id)["events"]
-        reaped = reap_run(self.run_id, events, self.pid)
+        reaped = reap_run(self.run_id, events, self.pid, self.subject_start)
         data = {"processes": reaped}
         t = self.world.mark(self.run_id, Mark.REAPED, data=data)
         events.append({"t": t, "event": Event.MARK, "name": Mark.REAPED, "data": data})  # as the world recorded it
@@ -177,4 +178,4 @@ class RunningTrial:
             events = self.world.ledger(self.run_id)["events"]
         except Exception:  # the world may be going down with the same Ctrl-C
             events = []
-        reap_run(self.run_id, events, self.pid)
+        reap_run(self.run_id, events, self.pid, self.subject_start)
