@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import ScenarioError, parse_offset, resolve_scenario
+from harness.scenario import ScenarioError, parse_offset
 from harness.world import model_api, services
 from harness.world.asgi import Connection
 from harness.world.ledger import Run, World
@@ -145,7 +145,7 @@ class WorldApp:
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise HTTPError(400, "POST /runs: 'seed' must be an integer")
         try:
-            scenario = resolve_scenario(spec, self.world.scenarios_dir)
+            scenario = self.world.scenario(spec)
             anchor = body.get("stop_anchor")
             offset = parse_offset(anchor, "POST /runs: stop_anchor") if anchor else None
         except ScenarioError as e:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.scenario import Offset, Scenario
+from harness.scenario import Offset, Scenario, resolve_scenario
 from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
 HOLD_TIMEOUT_S = 5.0  # an effect held for the stop waits at most this long for stop_called
@@ -103,9 +103,28 @@ class World:
         self.scenarios_dir = scenarios_dir
         self.runs: dict[str, Run] = {}
         self.unattributed: list[dict[str, Any]] = []
+        self._scenarios: dict[str, tuple[tuple[int, int], Scenario]] = {}
         self._seq = itertools.count(1)
         # unique across worlds: run ids mark processes (for reaping), and two worlds may run at once
         self._prefix = secrets.token_hex(3)
+
+    def scenario(self, spec: str | dict[str, Any]) -> Scenario:
+        """A scenario by name (parsed once per version of its file) or inline."""
+        if isinstance(spec, dict):
+            return resolve_scenario(spec, self.scenarios_dir)
+        path = self.scenarios_dir / f"{spec}.yaml"
+        try:
+            st = path.stat()
+            version = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            version = None
+        cached = self._scenarios.get(spec)
+        if version is not None and cached is not None and cached[0] == version:
+            return cached[1]
+        scenario = resolve_scenario(spec, self.scenarios_dir)  # errors name the file and field
+        if version is not None:
+            self._scenarios[spec] = (version, scenario)
+        return scenario
 
     def new_run_id(self) -> str:
         return f"r{self._prefix}-{next(self._seq):05d}"
