@@ -26,9 +26,11 @@ nox.options.reuse_existing_virtualenvs = True
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in discover(ROOT)}
 RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
-# Two trials side by side: measured to give the same counts as one at a time (timings are noisier)
-JOBS = os.environ.get("STOPBENCH_JOBS", "2")
 MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
+# Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
+JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
+# K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
+SHARD = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_SHARD") else []
 
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
@@ -56,7 +58,7 @@ def tests(session: nox.Session, suite: str) -> None:
 def bench(session: nox.Session, adapter: str) -> None:
     """Every stop mode x scenario x offset x tool style x repetition for one framework (and its variants)."""
     install_framework(session, adapter)
-    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
+    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SHARD,
                 *session.posargs)
     if session.posargs:  # a partial run by hand: just that
         return
@@ -64,10 +66,10 @@ def bench(session: nox.Session, adapter: str) -> None:
     session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
                 *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
                 *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
-                "--jobs", JOBS, "--out", RESULTS)
+                "--jobs", JOBS, "--out", RESULTS, *SHARD)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
-                    "--out", RESULTS)
+                    "--out", RESULTS, *SHARD)
 
 
 @nox.session

@@ -1,6 +1,6 @@
 """stopbench: what an agent framework really does when its user presses stop.
 
-Commands: run | report | compare | list | reap | world | new-adapter | test-adapter
+Commands: run | report | compare | merge | list | reap | world | new-adapter | test-adapter
 """
 
 from __future__ import annotations
@@ -77,6 +77,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(args.to)
     else:
         print(text)
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from harness.results.rows import MergeError, merge
+
+    try:
+        summary = merge([Path(s) for s in args.sources], Path(args.out))
+    except MergeError as e:
+        raise UsageError(str(e)) from e
+    for name, counts in sorted(summary.items()):
+        print(f"{args.out}/raw/{name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0
 
 
@@ -184,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
     cp.set_defaults(func=cmd_compare)
+
+    mg = sub.add_parser("merge", help="merge the raw rows of result folders (e.g. shards of one run) into OUT")
+    mg.add_argument("out", help="the result folder to merge into (created if needed)")
+    mg.add_argument("sources", nargs="+", help="result folders with raw/")
+    mg.set_defaults(func=cmd_merge)
 
     ls = sub.add_parser("list", help="adapters, stop modes, versions, scenarios and offsets")
     ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))

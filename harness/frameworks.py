@@ -5,8 +5,8 @@ dependencies and further adapter classes), `constraints.txt` (pins, optional) an
 article says about it, optional). Adding a framework touches nothing outside its folder.
 
 Standard library only: the noxfile and the CI workflow read this before anything is installed.
-`python -m harness.frameworks matrix` prints the CI matrix as JSON; `python -m harness.frameworks list`
-prints one framework a line.
+`python -m harness.frameworks matrix [--shards N]` prints the CI matrix as JSON (one job per framework, or
+per framework x shard); `python -m harness.frameworks list` prints one framework a line.
 
 framework.toml:
     dependencies = ["crewai>=1.15,<1.16", ...]   # pip requirements of the adapter (the harness comes too)
@@ -97,9 +97,12 @@ def discover(root: Path = ROOT) -> list[Framework]:
     return [load(f) for f in folders]
 
 
-def ci_matrix(root: Path = ROOT) -> dict[str, list[str]]:
-    """The GitHub Actions matrix: one job per framework."""
-    return {"adapter": [f.name for f in discover(root)]}
+def ci_matrix(root: Path = ROOT, shards: int = 1) -> dict[str, list]:
+    """The GitHub Actions matrix: one job per framework, or per framework x shard (`--shard K/N`)."""
+    matrix: dict[str, list] = {"adapter": [f.name for f in discover(root)]}
+    if shards > 1:
+        matrix |= {"shard": list(range(1, shards + 1)), "of": [shards]}
+    return matrix
 
 
 def test_suites(root: Path = ROOT) -> list[str]:
@@ -110,13 +113,14 @@ def test_suites(root: Path = ROOT) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        if args == ["matrix"]:
-            print(json.dumps(ci_matrix()))
+        if args[:1] == ["matrix"] and (len(args) == 1 or (len(args) == 3 and args[1] == "--shards"
+                                                           and args[2].isdigit() and int(args[2]) >= 1)):
+            print(json.dumps(ci_matrix(shards=int(args[2]) if len(args) == 3 else 1)))
         elif args == ["list"]:
             for f in discover():
                 print(f.name)
         else:
-            print("usage: python -m harness.frameworks matrix | list", file=sys.stderr)
+            print("usage: python -m harness.frameworks matrix [--shards N] | list", file=sys.stderr)
             return 2
     except FrameworkError as e:
         print(f"stopbench frameworks: error: {e}", file=sys.stderr)

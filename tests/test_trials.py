@@ -189,3 +189,21 @@ def test_saga_compensates_a_call_whose_answer_never_came(tmp_path, mitigation):
                  mitigations=[mitigation])
     assert row["status"] == "ok", row["reason"]
     assert (row["effects_after_stop"], row["effects_compensated"], row["effects_leaked"]) == (1, 1, 0)
+
+
+def test_shards_merged_are_the_unsharded_run(tmp_path, capsys):
+    from harness.cli import main
+
+    kw = {"offsets": ["on:effect_received:email", "on:llm_request:2"], "reps": 2}
+    whole = run(KA + "IgnoresStop", tmp_path / "whole", **kw)
+    for k in (1, 2):
+        run(KA + "IgnoresStop", tmp_path / f"shard{k}", shard=f"{k}/2", **kw)
+    assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "shard1"), str(tmp_path / "shard2"),
+                 str(tmp_path / "shard1")]) == 0
+    assert "4 added, 2 already there" in capsys.readouterr().out  # shard1 given twice: nothing counted twice
+    merged, bad = read_rows([raw_file(tmp_path / "merged", "known-ignores-stop")])
+    assert not bad and sorted(r["trial_id"] for r in merged) == sorted(r["trial_id"] for r in whole)
+    assert main(["compare", str(tmp_path / "whole"), str(tmp_path / "merged")]) == 0
+    assert "0 of 1 compared row(s) changed" in capsys.readouterr().out
+    assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "nothing")]) == 2
+    assert "nothing: no raw/ folder" in capsys.readouterr().err

@@ -17,7 +17,8 @@ import asyncio
 import json
 from typing import Any
 
-from harness.contract.adapter import Adapter, TrialContext
+from harness.contract.adapter import Adapter
+from harness.contract.kit import until_done
 
 MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
               "structured_output": False, "multiple_system_messages": True}
@@ -45,12 +46,12 @@ class AutogenAdapter(Adapter):
         import autogen_ext.models.openai  # noqa: F401
         import autogen_ext.tools.mcp  # noqa: F401
 
-    async def start(self, ctx: TrialContext) -> None:
+    async def start(self) -> None:
         from autogen_core import CancellationToken
         from autogen_core.tools import FunctionTool
         from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-        self.ctx = ctx
+        ctx = self.ctx
         self.model_client = OpenAIChatCompletionClient(
             model=ctx.model_name, base_url=ctx.model_base_url, api_key="x", model_info=MODEL_INFO, max_retries=0)
         self.tools: list[Any] | None = None
@@ -58,17 +59,15 @@ class AutogenAdapter(Adapter):
         if ctx.tool_style == "mcp":
             from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
 
-            params = StdioServerParams(command=ctx.mcp_command[0], args=ctx.mcp_command[1:], env=ctx.env)
-            self.workbench = McpWorkbench(params)
+            self.workbench = McpWorkbench(StdioServerParams(**ctx.mcp.params()))
             await self.workbench.start()  # what `async with McpWorkbench(...)` enters; stop() is in close()
             await self.workbench.list_tools()  # start() only spawns the session actor: wait until it serves
         else:
-            fns = ctx.tools.sync if ctx.tool_style == "sync" else ctx.tools.async_
-            self.tools = [FunctionTool(fn, description=fn.__doc__) for fn in fns.values()]
+            self.tools = [FunctionTool(fn, description=fn.__doc__) for fn in ctx.tools.values()]
         self.team, self.external = self._team()
         self.token = CancellationToken()
         self._leave = False
-        if ctx.mode == "task_cancel":
+        if self.mode == "task_cancel":
             self.job = asyncio.create_task(self.team.run(task=ctx.prompt))
         else:
             self.job = asyncio.create_task(self._run_stream(ctx.prompt))
@@ -93,21 +92,26 @@ class AutogenAdapter(Adapter):
             if self._leave:
                 break
 
-    async def stop(self, mode: str) -> None:
-        if mode == "token":
-            self.token.cancel()
-        elif mode == "external":
-            self.external.set()
-        elif mode == "task_cancel":
-            self.job.cancel()
-        elif mode == "break":
-            self._leave = True
-        elif mode == "pause":
-            await self.team.pause()
-            return
-        else:
-            raise ValueError(f"unknown stop mode {mode!r}")
-        await asyncio.wait({self.job})  # the application's call to the team has returned or raised
+    # --- the stop buttons: each returns when the application's call to the team has returned or raised ---
+
+    async def stop_token(self) -> None:
+        self.token.cancel()
+        await until_done(self.job)
+
+    async def stop_external(self) -> None:
+        self.external.set()
+        await until_done(self.job)
+
+    async def stop_task_cancel(self) -> None:
+        self.job.cancel()
+        await until_done(self.job)
+
+    async def stop_break(self) -> None:
+        self._leave = True
+        await until_done(self.job)
+
+    async def stop_pause(self) -> None:
+        await self.team.pause()  # returns when team.pause() does
 
     async def wait(self) -> None:
         await asyncio.shield(self.job)

@@ -19,7 +19,8 @@ import asyncio
 import threading
 from typing import Any
 
-from harness.contract.adapter import Adapter, TrialContext, in_own_thread
+from harness.contract.adapter import Adapter
+from harness.contract.kit import in_own_thread, until_done
 
 MODEL_NODE, TOOL_NODE = "agent", "tools"
 STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress
@@ -63,13 +64,11 @@ class LangGraphAdapter(Adapter):
         if ctx.tool_style == "mcp":
             from langchain_mcp_adapters.client import MultiServerMCPClient
 
-            client = MultiServerMCPClient({"world": {
-                "transport": "stdio", "command": ctx.mcp_command[0], "args": ctx.mcp_command[1:], "env": ctx.env,
-            }})
+            client = MultiServerMCPClient({"world": {"transport": "stdio", **ctx.mcp.params()}})
             return await client.get_tools()  # a new MCP session (server process) for each tool call
         if ctx.tool_style == "sync":
-            return [StructuredTool.from_function(func=fn) for fn in ctx.tools.sync.values()]
-        return [StructuredTool.from_function(coroutine=fn) for fn in ctx.tools.async_.values()]
+            return [StructuredTool.from_function(func=fn) for fn in ctx.tools.values()]
+        return [StructuredTool.from_function(coroutine=fn) for fn in ctx.tools.values()]
 
     def _graph(self, checkpointer: Any, sync: bool):
         from langchain_openai import ChatOpenAI
@@ -97,9 +96,8 @@ class LangGraphAdapter(Adapter):
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
-    async def start(self, ctx: TrialContext) -> None:
-        self.ctx = ctx
-        self.mode = ctx.mode
+    async def start(self) -> None:
+        ctx = self.ctx
         self.db = str(ctx.workdir / "langgraph-checkpoints.sqlite")
         self.config = {"configurable": {"thread_id": ctx.run_id}}
         self.tools = await self._tools()
@@ -147,14 +145,22 @@ class LangGraphAdapter(Adapter):
                 if self.stop_pressed.is_set():
                     break
 
-    async def stop(self, mode: str) -> None:
-        if mode == "cancel":
-            self.job.cancel()
-        elif mode == "drain":
-            self.control.request_drain("user pressed stop")
-        else:  # breakpoint: not resumed at the next breakpoint; break_sync: the loop breaks at the next chunk
-            self.stop_pressed.set()
-        await asyncio.wait({self.job})  # the framework says it has stopped when its run call has returned
+    # --- the stop buttons: each returns when the run call has returned (LangGraph says it has stopped) ---
+
+    async def stop_cancel(self) -> None:
+        self.job.cancel()
+        await until_done(self.job)
+
+    async def stop_drain(self) -> None:
+        self.control.request_drain("user pressed stop")
+        await until_done(self.job)
+
+    async def stop_breakpoint(self) -> None:
+        """breakpoint: not resumed at the next breakpoint; break_sync: the loop breaks at the next chunk."""
+        self.stop_pressed.set()
+        await until_done(self.job)
+
+    stop_break_sync = stop_breakpoint
 
     async def wait(self) -> None:
         await self.job

@@ -127,3 +127,32 @@ def finished_trials(path: Path) -> set[str]:
 
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+class MergeError(ValueError):
+    """A merge source that is not a result folder; the message names it."""
+
+
+def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
+    """Merge the raw rows of result folders (e.g. the shards of one run) into `out`: per raw file, every
+    row whose trial is not there yet, in the order the sources are given. Returns, per file, how many
+    rows were added, how many were already there, and how many lines were unreadable."""
+    for src in sources:
+        if not (src / "raw").is_dir():
+            raise MergeError(f"{src}: no raw/ folder of result rows")
+    summary: dict[str, dict[str, int]] = {}
+    for src in sources:
+        for path in raw_files(src):
+            target = out / "raw" / path.name
+            done = finished_trials(target)
+            rows, bad = read_rows([path])
+            counts = summary.setdefault(path.name, {"added": 0, "already there": 0, "unreadable": 0})
+            counts["unreadable"] += len(bad)
+            for row in rows:
+                if row["trial_id"] in done:
+                    counts["already there"] += 1
+                    continue
+                append_row(target, row)
+                done.add(row["trial_id"])
+                counts["added"] += 1
+    return summary
