@@ -80,6 +80,13 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session
+def merge(session: nox.Session) -> None:
+    """`nox -s merge -- OUT SRC...`: the raw rows of result folders (a run's shards) into OUT."""
+    install_framework(session, CORE)
+    session.run("stopbench", "merge", *session.posargs)
+
+
+@nox.session
 def benchmarks(session: nox.Session) -> None:
     """The harness's own speed: world throughput, pacing, trigger delay, per-trial overhead."""
     install_framework(session, CORE, "test")
