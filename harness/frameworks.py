@@ -6,7 +6,8 @@ article says about it, optional). Adding a framework touches nothing outside its
 
 Standard library only: the noxfile and the CI workflow read this before anything is installed.
 `python -m harness.frameworks matrix [--shards N]` prints the CI matrix as JSON (one job per framework, or
-per framework x shard); `python -m harness.frameworks list` prints one framework a line.
+per framework x shard); `list` prints one framework a line; `requirements NAME` the `pip install` arguments
+of one framework's adapter (`pip install -e . $(python -m harness.frameworks requirements langgraph)`).
 
 framework.toml:
     dependencies = ["crewai>=1.15,<1.16", ...]   # pip requirements of the adapter (the harness comes too)
@@ -119,8 +120,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args == ["list"]:
             for f in discover():
                 print(f.name)
+        elif len(args) == 2 and args[0] == "requirements":
+            found = {f.name: f for f in discover()}
+            if args[1] not in found:
+                raise FrameworkError(f"unknown framework {args[1]!r} (known: {', '.join(found)})")
+            print(" ".join(found[args[1]].install_args()))
         else:
-            print("usage: python -m harness.frameworks matrix [--shards N] | list", file=sys.stderr)
+            print("usage: python -m harness.frameworks matrix [--shards N] | list | requirements NAME", file=sys.stderr)
             return 2
     except FrameworkError as e:
         print(f"stopbench frameworks: error: {e}", file=sys.stderr)

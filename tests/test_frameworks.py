@@ -73,3 +73,13 @@ def test_a_malformed_manifest_names_file_and_field(tree: Path):
 def test_variants_are_read():
     autogen = {f.name: f for f in frameworks.discover()}["autogen"]
     assert [v.adapter for v in autogen.variants] == ["adapters.autogen.adapter:AutogenLoadStateAdapter"]
+
+
+def test_requirements_and_sharded_matrix_from_the_command_line(tree: Path):
+    assert _python(tree, "-m", "harness.frameworks", "requirements", "zz-throwaway").split() == \
+        ["zz-throwaway-framework==1.0"]
+    matrix = json.loads(_python(tree, "-m", "harness.frameworks", "matrix", "--shards", "3"))
+    assert matrix["shard"] == [1, 2, 3] and matrix["of"] == [3]
+    bad = subprocess.run([sys.executable, "-m", "harness.frameworks", "requirements", "nope"], cwd=tree,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown framework 'nope'" in bad.stderr
