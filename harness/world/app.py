@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.scenario import ScenarioError, parse_offset
+from harness.vocabulary import Event
 from harness.world import model_api, services
 from harness.world.asgi import Connection
 from harness.world.ledger import Run, World
@@ -119,7 +120,7 @@ class WorldApp:
         if rest == "processes":
             if not isinstance(body, dict) or not isinstance(body.get("pid"), int):
                 raise HTTPError(400, "processes: body must be {\"pid\": int, \"role\": str}")
-            run.record("process_registered", pid=body["pid"], role=str(body.get("role", "")))
+            run.record(Event.PROCESS_REGISTERED, pid=body["pid"], role=str(body.get("role", "")))
             return await conn.send_json(200, {"ok": True})
         if rest in ("v1/chat/completions", "v1/responses"):
             if not isinstance(body, dict):
@@ -155,7 +156,7 @@ class WorldApp:
         run_id = self.world.new_run_id()
         run = Run(run_id, scenario, seed, offset, time.monotonic_ns())
         self.world.runs[run_id] = run
-        run.record("run_created", scenario=scenario.name, seed=seed, anchor=anchor)
+        run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=anchor)
         base = f"{self.host_url}/runs/{run_id}"
         return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base}
 
@@ -165,7 +166,7 @@ class WorldApp:
         t = body.get("t")
         if t is not None and (not isinstance(t, int) or isinstance(t, bool)):
             raise HTTPError(400, "marks: 't' must be an integer of time.monotonic_ns()")
-        entry = run.record("mark", t=t, name=body["name"], data=body.get("data"))
+        entry = run.record(Event.MARK, t=t, name=body["name"], data=body.get("data"))
         return {"t": entry["t"]}
 
     async def control(self, conn: Connection, run: Run) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.clock import sleep_until_ns
 from harness.scenario import Scenario, Turn
+from harness.vocabulary import Event
 from harness.world.asgi import Connection
 from harness.world.ledger import Run
 
@@ -102,18 +103,18 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
     sent = 0
     if conn is not None:  # stamp the moment the client leaves, not the next token's turn
         def gone() -> None:
-            run.record("disconnect", req=req, tokens=sent)
-            run.record("response_done", req=req, tokens=sent, complete=False)
+            run.record(Event.DISCONNECT, req=req, tokens=sent)
+            run.record(Event.RESPONSE_DONE, req=req, tokens=sent, complete=False)
 
         conn.on_gone = gone
     for i, piece in enumerate(answer.pieces):
         await pacer.before(i)
         if conn is not None and conn.disconnected:
             return sent, False
-        run.record("token", req=req, i=i)
+        run.record(Event.TOKEN, req=req, i=i)
         sent += 1
         await emit(i, piece)
-        if run.count("token"):  # the next token waits for the stop: counts after it are the client's doing
+        if run.count(Event.TOKEN):  # the next token waits for the stop: counts after it are the client's doing
             await run.hold_for_stop(f"token after req {req}")
     return sent, True
 
@@ -127,9 +128,9 @@ def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> tuple[i
     results = count_tool_results(api, body, run)
     turn = run.scenario.turn_for(results)
     stream = bool(body.get("stream"))
-    run.record("llm_request", req=req, api=api, stream=stream, turn=turn, tool_results=results,
+    run.record(Event.LLM_REQUEST, req=req, api=api, stream=stream, turn=turn, tool_results=results,
                prompt_tokens=prompt_tokens(raw))
-    anchored = run.count("llm_request")
+    anchored = run.count(Event.LLM_REQUEST)
     return req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream, anchored
 
 
@@ -157,7 +158,7 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
                 "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
                 "usage": _chat_usage(ptoks, tokens),
             })
-            run.record("response_done", req=req, tokens=tokens, complete=True)
+            run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
             return
 
         head = f'{{"id":"{cid}","object":"chat.completion.chunk","created":{created},"model":{json.dumps(model)},'
@@ -189,7 +190,7 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
                 await conn.send_body(f'data: {head}"choices":[],"usage":{usage}}}\n\n'.encode())
             await conn.send_body(b"data: [DONE]\n\n", more=False)
         if done:
-            run.record("response_done", req=req, tokens=tokens, complete=True)
+            run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
     finally:
         run.open_requests -= 1
 
@@ -249,7 +250,7 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
             tokens, _ = await generate(run, req, answer, _noop, None)
             await conn.send_json(200, _response_object(run, req, body, "completed", items,
                                                        _responses_usage(ptoks, tokens)))
-            run.record("response_done", req=req, tokens=tokens, complete=True)
+            run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
             return
         await conn.start_sse()
         seq = 0
@@ -322,6 +323,6 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
                          "response": _response_object(run, req, body, "completed", items,
                                                       _responses_usage(ptoks, tokens))})
             await conn.send_body(b"", more=False)
-            run.record("response_done", req=req, tokens=tokens, complete=True)
+            run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
     finally:
         run.open_requests -= 1

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.clock import sleep_ms
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS, logical_effect
+from harness.vocabulary import Event
 from harness.world.asgi import Connection
 from harness.world.ledger import Effect, Run
 
@@ -40,13 +41,13 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     key = conn.header("idempotency-key")
     if key and key in run.by_key:
         first = run.by_key[key]
-        run.record("effect_duplicate", kind=kind, effect_id=first.effect_id, idempotency_key=key)
+        run.record(Event.EFFECT_DUPLICATE, kind=kind, effect_id=first.effect_id, idempotency_key=key)
         return await asyncio.shield(first.committed)
-    n = run.counters.get(f"effect_received:{kind}", 0) + 1
+    n = run.counters.get(f"{Event.EFFECT_RECEIVED}:{kind}", 0) + 1
     effect_id = f"{kind}_{n}"
-    received = run.record("effect_received", kind=kind, effect_id=effect_id, idempotency_key=key,
+    received = run.record(Event.EFFECT_RECEIVED, kind=kind, effect_id=effect_id, idempotency_key=key,
                           logical=logical_effect(kind, arguments), n=n)
-    anchored = run.count("effect_received", kind)  # after the record: anchor_fired follows its event
+    anchored = run.count(Event.EFFECT_RECEIVED, kind)  # after the record: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])
     run.effects[effect_id] = eff
@@ -64,14 +65,14 @@ async def _commit(run: Run, eff: Effect, anchored: bool, conn: Connection) -> No
             await run.hold_for_stop(eff.effect_id)
         await sleep_ms(run.scenario.latency_ms[eff.kind])
         if conn.disconnected and not run.scenario.commit_on_disconnect:
-            run.record("effect_aborted", kind=eff.kind, effect_id=eff.effect_id)
+            run.record(Event.EFFECT_ABORTED, kind=eff.kind, effect_id=eff.effect_id)
             eff.status = "aborted"
             eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "aborted"})
             return
-        entry = run.record("effect_committed", kind=eff.kind, effect_id=eff.effect_id, logical=eff.logical,
+        entry = run.record(Event.EFFECT_COMMITTED, kind=eff.kind, effect_id=eff.effect_id, logical=eff.logical,
                            client_gone=conn.disconnected)
         eff.status, eff.committed_ns = "committed", entry["t"]
-        if run.count("effect_committed", eff.kind):  # the agent hears of the commit only after the stop
+        if run.count(Event.EFFECT_COMMITTED, eff.kind):  # the agent hears of the commit only after the stop
             await run.hold_for_stop(eff.effect_id)
         eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "committed",
                                   "committed_ns": entry["t"]})
@@ -95,7 +96,7 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
     run.open_requests += 1
     try:
         await sleep_ms(run.scenario.latency_ms[kind])
-        run.record("compensation", kind=kind, effect_id=eff.effect_id, committed=eff.committed.done())
+        run.record(Event.COMPENSATION, kind=kind, effect_id=eff.effect_id, committed=eff.committed.done())
     finally:
         run.open_requests -= 1
     return {"effect_id": eff.effect_id, "kind": kind, "status": "compensated"}
@@ -119,7 +120,7 @@ async def draft(run: Run, body: Any) -> dict[str, Any]:
     run.open_requests += 1
     try:
         await sleep_ms(run.scenario.latency_ms["docs"])
-        run.record("read", kind="docs")
+        run.record(Event.READ, kind="docs")
     finally:
         run.open_requests -= 1
     return {"title": arguments["title"], "text": f"Draft about {arguments['topic']}: numbers are in."}
