@@ -318,6 +318,23 @@ def test_idempotency_key_repeat_is_a_duplicate(world_client):
     assert evs[2]["idempotency_key"] == "k1" and evs[3]["idempotency_key"] == "k2"
 
 
+def test_idempotency_keys_are_scoped_to_their_service(world_client):
+    """An email's key sent to pr/open opens a PR: it is not answered with the email (#13 item 9)."""
+    run = world_client.create_run(inline(latency={"email": 10, "pr": 10}))
+    base = run["services_base_url"]
+    email = post(f"{base}/email/send", EMAIL, headers={"Idempotency-Key": "shared"}).json()
+    pr = post(f"{base}/pr/open", {"title": "T", "branch": "b"}, headers={"Idempotency-Key": "shared"}).json()
+    assert email["effect_id"] == "email_1" and pr["effect_id"] == "pr_1" and pr["kind"] == "pr"
+    settle(world_client, run["run_id"])
+    assert not events(world_client, run["run_id"], "effect_duplicate")
+    ambiguous = httpx.get(f"{base}/effects", params={"idempotency_key": "shared"})
+    assert ambiguous.status_code == 400 and "give &kind=" in ambiguous.text
+    found = httpx.get(f"{base}/effects", params={"idempotency_key": "shared", "kind": "pr"}).json()
+    assert found["effect_id"] == "pr_1"
+    recalled = post(f"{base}/email/recall", {"idempotency_key": "shared"}).json()
+    assert recalled["effect_id"] == "email_1"
+
+
 def test_effect_lookup_by_idempotency_key(world_client):
     """What a saga asks about a call whose answer never came back; a read, not a ledger event."""
     run = world_client.create_run(inline(latency={"email": 10}))

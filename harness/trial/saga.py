@@ -44,7 +44,8 @@ class Saga:
         calls = {entry["key"]: entry for entry in self.log.entries()}
         found = []
         for key, call in calls.items():
-            r = await self.http.get(f"{self.services_url}/effects", params={"idempotency_key": key})
+            r = await self.http.get(f"{self.services_url}/effects", params={"idempotency_key": key,
+                                                                            "kind": call["kind"]})
             if r.status_code == 404:  # the call never reached the service
                 continue
             r.raise_for_status()

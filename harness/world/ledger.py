@@ -44,7 +44,7 @@ class Run:
     anchor_fired: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     effects: dict[str, Effect] = field(default_factory=dict)
-    by_key: dict[str, Effect] = field(default_factory=dict)
+    by_key: dict[tuple[str, str], Effect] = field(default_factory=dict)  # (kind, Idempotency-Key)
     control_queues: list[asyncio.Queue] = field(default_factory=list)
     stop_called: asyncio.Event = field(default_factory=asyncio.Event)
     responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered

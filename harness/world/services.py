@@ -39,8 +39,8 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     kind = TOOL_KIND[tool]
     arguments = _args(tool, body)
     key = conn.header("idempotency-key")
-    if key and key in run.by_key:
-        first = run.by_key[key]
+    if key and (kind, key) in run.by_key:  # a key is scoped to its service, as real APIs scope theirs
+        first = run.by_key[(kind, key)]
         run.record(Event.EFFECT_DUPLICATE, kind=kind, effect_id=first.effect_id, idempotency_key=key)
         return await asyncio.shield(first.committed)
     n = run.counters.get(f"{Event.EFFECT_RECEIVED}:{kind}", 0) + 1
@@ -52,7 +52,7 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])
     run.effects[effect_id] = eff
     if key:
-        run.by_key[key] = eff
+        run.by_key[(kind, key)] = eff
     run.open_requests += 1
     # The commit runs on its own: a client that leaves does not stop the mail going out.
     asyncio.get_running_loop().create_task(_commit(run, eff, anchored, conn))
@@ -88,7 +88,7 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
     if isinstance(body.get("effect_id"), str):
         eff = run.effects.get(body["effect_id"])
     elif isinstance(body.get("idempotency_key"), str):
-        eff = run.by_key.get(body["idempotency_key"])
+        eff = run.by_key.get((kind, body["idempotency_key"]))
     else:
         raise BadRequest(f"{path}: give effect_id or idempotency_key")
     if eff is None or eff.kind != kind:
@@ -105,12 +105,16 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
 def lookup(run: Run, query: dict[str, str]) -> dict[str, Any]:
     """What became of the effect a request with this Idempotency-Key started (real services offer
     such a lookup; a saga needs it for calls whose answer never came back)."""
-    key = query.get("idempotency_key")
+    key, kind = query.get("idempotency_key"), query.get("kind")
     if not key:
-        raise BadRequest("effects: give ?idempotency_key=")
-    eff = run.by_key.get(key)
-    if eff is None:
-        raise LookupError(f"effects: no effect with idempotency key {key!r}")
+        raise BadRequest("effects: give ?idempotency_key= (and &kind= where the key was used with several services)")
+    found = [e for (k, used), e in run.by_key.items() if used == key and kind in (None, k)]
+    if not found:
+        raise LookupError(f"effects: no effect with idempotency key {key!r}" + (f" and kind {kind!r}" if kind else ""))
+    if len(found) > 1:
+        raise BadRequest(f"effects: idempotency key {key!r} was used with {', '.join(e.kind for e in found)}; "
+                         "give &kind=")
+    eff = found[0]
     return {"effect_id": eff.effect_id, "kind": eff.kind, "status": eff.status,
             "committed_ns": eff.committed_ns}
 
