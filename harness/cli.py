@@ -10,6 +10,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+import harness
 from harness.contract.registry import AdapterError
 from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
 from harness.tools.mitigation import MitigationError
@@ -25,11 +26,17 @@ class UsageError(Exception):
 def cmd_world(args: argparse.Namespace) -> int:
     from harness.world.server import main as serve_world
 
-    return serve_world(["--port", str(args.port), "--scenarios", args.scenarios])
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: give 0 (any free port) to 65535")
+    try:
+        return serve_world(["--port", str(args.port), "--scenarios", args.scenarios])
+    except OSError as e:
+        raise UsageError(f"--port {args.port}: cannot listen on 127.0.0.1:{args.port} ({e.strerror or e})") from e
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from harness.contract.registry import load_adapter
+    from harness.results.rows import OutputError
     from harness.trial.runner import RunOptions, run_matrix
     from harness.trial.spec import Deadlines
 
@@ -52,16 +59,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_matrix(adapter_cls, opts)
     except KeyboardInterrupt:
         return 130
+    except OutputError as e:
+        raise UsageError(str(e)) from e
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from harness.results.report import write_report
+    from harness.results.rows import raw_files, read_rows
 
     out = Path(args.dir)
-    written = write_report(out, Path(args.to) if args.to else out)
+    if not (out / "raw").is_dir():
+        raise UsageError(f"{out}: no raw/ folder of result rows (run `stopbench run --out {out}` first)")
+    to = Path(args.to) if args.to else out
+    try:
+        to.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--to {to}: cannot write the report there ({e.strerror or e})") from e
+    written = write_report(out, to)
     for path in written:
         print(path)
+    _, bad = read_rows(raw_files(out))
+    if bad:  # the report is written, and lists them; the exit code says the rows behind it are not all there
+        for line in bad:
+            print(f"stopbench report: unreadable result line skipped: {line}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -163,6 +185,7 @@ def cmd_test_adapter(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stopbench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"stopbench {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run trials for one adapter and append rows to OUT/raw/")

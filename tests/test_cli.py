@@ -162,3 +162,62 @@ def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert " passed" in r.stdout
+
+
+def test_a_cut_last_line_loses_no_new_row_and_is_reported(tmp_path):
+    """#13 item 6: a half-written last line; the next row stands on its own line, run and report name the line."""
+    args = ["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--out", str(tmp_path)]
+    assert stopbench(*args, "--offset", "at:50ms").returncode == 0
+    raw = raw_file(tmp_path, "known-leaks-one-email")
+    raw.write_text(raw.read_text()[:-40])  # the end of the row and its line break are gone
+    r = stopbench(*args, "--offset", "at:60ms")
+    assert r.returncode == 0 and f"{raw}:1: not valid JSON" in r.stderr
+    lines = raw.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[1])["offset"] == "at:60ms"
+    rep = stopbench("report", str(tmp_path))
+    assert rep.returncode == 2 and f"{raw}:1" in rep.stderr and (tmp_path / "README.md").exists()
+
+
+def test_report_of_a_folder_without_rows_and_to_an_unwritable_place(tmp_path):
+    missing = tmp_path / "nonexistent"
+    r = stopbench("report", str(missing))
+    assert r.returncode == 2 and "no raw/ folder" in r.stderr and not missing.exists()
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "afile").write_text("")
+    r = stopbench("report", str(tmp_path), "--to", str(tmp_path / "afile" / "x"))
+    assert r.returncode == 2 and "cannot write the report there" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_second_run_on_the_same_out_is_refused(tmp_path):
+    """#13 item 7: two runs on one --out would run every trial twice."""
+    from harness.results.rows import RawFileLock
+
+    with RawFileLock(raw_file(tmp_path, "known-leaks-one-email")):
+        r = stopbench("run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms",
+                      "--out", str(tmp_path))
+    assert r.returncode == 2 and f"another stopbench run (pid {os.getpid()})" in r.stderr
+    assert not raw_file(tmp_path, "known-leaks-one-email").read_text()  # no trial ran
+
+
+def test_bad_command_lines_are_exit_2_not_tracebacks(tmp_path):
+    """#13 item 8."""
+    (tmp_path / "afile").write_text("")
+    cases = [
+        (["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--offset", "at:50ms", "--out",
+          str(tmp_path / "afile" / "out")], "cannot write result rows here"),
+        (["run", "--adapter", ":"], "give it as package.module:Class"),
+        (["run", "--adapter", "reference", "--jobs", "100"], "--jobs '100'"),
+        (["world", "--port", "99999"], "--port 99999"),
+        (["world", "--port", "-1"], "--port -1"),
+    ]
+    for argv, message in cases:
+        r = stopbench(*argv)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, (argv, r.stderr[-500:])
+    with __import__("socket").socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        r = stopbench("world", "--port", port)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
+    version = stopbench("--version")
+    assert version.returncode == 0 and version.stdout.startswith("stopbench ")

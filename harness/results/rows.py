@@ -58,10 +58,16 @@ def raw_file(out_dir: Path, adapter: str) -> Path:
 
 
 def append_row(path: Path, row: dict[str, Any]) -> None:
+    """One row, one line. A file whose last line was cut short (a killed writer, a full disk) gets a line
+    break first, so the new row stands on its own line and the cut one stays a reported unreadable line."""
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(row, sort_keys=True, default=str) + "\n"
-    with path.open("a") as f:
-        f.write(line)
+    with path.open("a+b") as f:
+        if f.tell() > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                line = "\n" + line
+        f.write(line.encode())
         f.flush()
         os.fsync(f.fileno())
 
@@ -156,3 +162,44 @@ def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
                 done.add(row["trial_id"])
                 counts["added"] += 1
     return summary
+
+
+class OutputError(RuntimeError):
+    """The raw file cannot be written: another live run writes it, or the folder is not writable."""
+
+
+class RawFileLock:
+    """Held by the run writing `<out>/raw/<adapter>.jsonl`: a second run on the same folder would plan the
+    same trials and write every row twice. An advisory lock (flock), released by the kernel if the
+    holder dies, so a killed run never blocks the next one."""
+
+    def __init__(self, raw: Path):
+        self.path = raw.with_name(raw.name + ".lock")
+        self.fd: int | None = None
+
+    def __enter__(self) -> RawFileLock:
+        import fcntl
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            with self.path.with_suffix("").open("a"):  # the raw file itself must take rows
+                pass
+        except OSError as e:
+            raise OutputError(f"{self.path.parent}: cannot write result rows here ({e.strerror or e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise OutputError(f"{self.path.with_suffix('')}: another stopbench run (pid {holder}) is writing it; "
+                             "wait for it to finish, or give this run another --out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # releases the lock; the file stays (removing it would race a waiting run)
+            self.fd = None

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
-from harness.results.rows import SCHEMA_VERSION, append_row, environment, finished_trials, now_iso, raw_file
+from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
@@ -84,7 +84,16 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
     scenarios = load_scenarios(opts.scenarios_dir)
     specs = plan(adapter_cls, opts, scenarios)
     out_file = raw_file(opts.out, adapter_cls.name)
-    done = finished_trials(out_file)
+    with RawFileLock(out_file):
+        return _run_locked(adapter_cls, opts, scenarios, specs, out_file, log)
+
+
+def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario], specs: list[TrialSpec],
+                out_file: Path, log: TextIO) -> list[dict[str, Any]]:
+    rows_there, unreadable = read_rows([out_file]) if out_file.exists() else ([], [])
+    done = {r["trial_id"] for r in rows_there}
+    for bad in unreadable:
+        print(f"stopbench: unreadable line skipped (its trial runs again): {bad}", file=log, flush=True)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
           f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
