@@ -136,7 +136,7 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
         f.write("{not json\n")
         f.write(json.dumps({"schema_version": 1}) + "\n")
     r = stopbench("report", str(tmp_path))
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2 and f"{out}:2" in r.stderr and f"{out}:3" in r.stderr  # written, and said
     readme = (tmp_path / "README.md").read_text()
     assert f"{out}:2" in readme and f"{out}:3" in readme
     assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "index.html").exists()
