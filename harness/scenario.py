@@ -229,10 +229,18 @@ def load_scenarios(directory: Path = DEFAULT_SCENARIOS_DIR) -> dict[str, Scenari
     return {s.name: s for s in map(load_scenario_file, files)}
 
 
+def scenario_path(name: Any, directory: Path = DEFAULT_SCENARIOS_DIR) -> Path:
+    """The file of a scenario named `name`: a name, never a path (nothing outside `directory` is read)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_]{1,64}", name):
+        raise ScenarioError(f"scenario name {str(name)[:80]!r}: use 1 to 64 of a-z, 0-9 and _ (the file "
+                            "scenarios/<name>.yaml)")
+    return directory / f"{name}.yaml"
+
+
 def resolve_scenario(spec: str | dict[str, Any], directory: Path = DEFAULT_SCENARIOS_DIR) -> Scenario:
     if isinstance(spec, dict):
         return scenario_from_dict(spec)
-    path = directory / f"{spec}.yaml"
+    path = scenario_path(spec, directory)
     if not path.exists():
         known = ", ".join(p.stem for p in sorted(directory.glob("*.yaml")))
         raise ScenarioError(f"unknown scenario {spec!r} (in {directory}: {known})")

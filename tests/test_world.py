@@ -610,3 +610,28 @@ def test_inline_scenario_roundtrip(world_client):
     led = world_client.ledger(run["run_id"])
     assert led["scenario"] == "inline" and led["anchor"] is None
     assert led["events"][0]["event"] == "run_created" and led["events"][0]["seed"] == 3
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../data/prices", "x" * 10_000, "Q3", "", "a/b"])
+def test_scenario_names_are_names_never_paths(world_client, name):
+    """#13 item 2: a name outside [a-z0-9_]{1,64} is refused before any file is touched; nothing leaks."""
+    r = httpx.post(f"{world_client.url}/runs", json={"scenario": name})
+    assert r.status_code == 400 and "scenario name" in r.text
+    assert "output_tokens_per_1k" not in r.text  # data/prices.yaml's fields
+
+
+def test_bad_input_is_4xx_never_5xx(world_client):
+    """#13 item 3."""
+    base = world_client.url
+    run = world_client.create_run("q3_report")
+    model = run["model_base_url"]
+    assert httpx.post(f"{base}/runs", content=b"{" + b" " * (9 << 20) + b"}",
+                      headers={"content-type": "application/json"}).status_code == 413
+    assert httpx.post(f"{base}/runs", content=b"[" * 100_000).status_code == 400
+    for body in ({"messages": 1}, {"messages": None, "stream_options": 3}, None, {"input": 5}):
+        api = "chat/completions" if body is None or "messages" in body else "responses"
+        r = httpx.post(f"{model}/{api}", json=body)
+        assert r.status_code == 400, (api, body, r.text)
+    for query in ({"window_ms": "nan"}, {"window_ms": "inf", "deadline_ms": "inf"}, {"deadline_ms": "-1"}):
+        r = httpx.get(f"{run['services_base_url']}/quiet", params=query)
+        assert r.status_code == 400 and "must be from 0 to" in r.text, query

@@ -25,8 +25,10 @@ from typing import Any
 from harness.scenario import ScenarioError, parse_offset
 from harness.vocabulary import Event
 from harness.world import model_api, services
-from harness.world.asgi import Connection
+from harness.world.asgi import BodyTooLarge, Connection
 from harness.world.ledger import Run, World
+
+MAX_QUIET_MS = 600_000  # the longest a trial waits for quiet
 
 
 class HTTPError(Exception):
@@ -41,6 +43,21 @@ def _json(raw: bytes) -> Any:
         return json.loads(raw or b"null")
     except ValueError as e:
         raise HTTPError(400, f"body is not valid JSON: {e}") from e
+    except RecursionError as e:
+        raise HTTPError(400, "body is nested too deeply") from e
+
+
+def _model_body(api: str, body: Any) -> dict[str, Any]:
+    """The fields the scripted model reads, each of the type the API defines, or a 400 naming the field."""
+    if not isinstance(body, dict):
+        raise HTTPError(400, "model request: body must be a JSON object")
+    expected = {"messages": (list,)} if api == "chat" else {"input": (list, str)}
+    expected |= {"stream_options": (dict,), "previous_response_id": (str,), "tools": (list,)}
+    for name, types in expected.items():
+        if body.get(name) is not None and not isinstance(body[name], types):
+            want = " or ".join("array" if t is list else "object" if t is dict else "string" for t in types)
+            raise HTTPError(400, f"model request: '{name}' must be {want}, got {type(body[name]).__name__}")
+    return body
 
 
 class WorldApp:
@@ -61,7 +78,10 @@ class WorldApp:
             return
         conn = Connection(scope, receive, send)
         try:
-            raw = await conn.read_body()
+            try:
+                raw = await conn.read_body()
+            except BodyTooLarge as e:
+                raise HTTPError(413, str(e)) from e
             await self.route(conn, raw)
         except HTTPError as e:
             if not conn.started:
@@ -123,9 +143,9 @@ class WorldApp:
             run.record(Event.PROCESS_REGISTERED, pid=body["pid"], role=str(body.get("role", "")))
             return await conn.send_json(200, {"ok": True})
         if rest in ("v1/chat/completions", "v1/responses"):
-            if not isinstance(body, dict):
-                raise HTTPError(400, "model request: body must be a JSON object")
-            api = model_api.chat_completions if rest.endswith("completions") else model_api.responses
+            chat = rest.endswith("completions")
+            body = _model_body("chat" if chat else "responses", body)
+            api = model_api.chat_completions if chat else model_api.responses
             return await api(run, body, raw, conn)
         if rest in services.EFFECT_PATHS:
             return await conn.send_json(200, await services.effect(run, rest, body, conn))
@@ -196,10 +216,13 @@ class WorldApp:
         in progress for the run."""
         asked = time.monotonic_ns()
         try:
-            window = float(query.get("window_ms", 300)) * 1e6
-            deadline = asked + float(query.get("deadline_ms", 10000)) * 1e6
+            window_ms, deadline_ms = float(query.get("window_ms", 300)), float(query.get("deadline_ms", 10000))
         except ValueError as e:
             raise HTTPError(400, f"quiet: window_ms and deadline_ms must be numbers: {e}") from e
+        for name, value in (("window_ms", window_ms), ("deadline_ms", deadline_ms)):
+            if not 0 <= value <= MAX_QUIET_MS:  # also refuses nan and inf: a bounded wait, always
+                raise HTTPError(400, f"quiet: {name} must be from 0 to {MAX_QUIET_MS:g}, got {query.get(name)!r}")
+        window, deadline = window_ms * 1e6, asked + deadline_ms * 1e6
         while True:
             now = time.monotonic_ns()
             # a full window from when we were asked: something set going just before must get to show up

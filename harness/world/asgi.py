@@ -11,6 +11,10 @@ import json
 from typing import Any
 
 
+class BodyTooLarge(ValueError):
+    """A request body over the world's limit (413)."""
+
+
 class Connection:
     def __init__(self, scope: dict[str, Any], receive, send):
         self.scope = scope
@@ -54,7 +58,7 @@ class Connection:
             body = message.get("body", b"")
             size += len(body)
             if size > limit:
-                raise ValueError(f"request body over {limit} bytes")
+                raise BodyTooLarge(f"request body over {limit} bytes")
             chunks.append(body)
             if not message.get("more_body"):
                 break

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.scenario import Offset, Scenario, resolve_scenario
+from harness.scenario import Offset, Scenario, resolve_scenario, scenario_path
 from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
 HOLD_TIMEOUT_S = 5.0  # an effect held for the stop waits at most this long for stop_called
@@ -112,7 +112,7 @@ class World:
         """A scenario by name (parsed once per version of its file) or inline."""
         if isinstance(spec, dict):
             return resolve_scenario(spec, self.scenarios_dir)
-        path = self.scenarios_dir / f"{spec}.yaml"
+        path = scenario_path(spec, self.scenarios_dir)  # a ScenarioError for anything but a plain name
         try:
             st = path.stat()
             version = (st.st_mtime_ns, st.st_size)
