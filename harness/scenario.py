@@ -17,6 +17,10 @@ import yaml
 
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_NAMES, TOOL_PARAMETERS
 
+# bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
+MAX_TURNS = 100
+MAX_TEXT_TOKENS = 20_000  # per turn; the shipped long_answer streams 2,000
+
 DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
 _OFFSET_RE = re.compile(
@@ -160,6 +164,8 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     turns_raw = _need(data, "turns", list, source)
     if not turns_raw:
         raise ScenarioError(f"{source}.turns: at least one turn is needed")
+    if len(turns_raw) > MAX_TURNS:
+        raise ScenarioError(f"{source}.turns: {len(turns_raw)} turns; at most {MAX_TURNS}")
     turns = []
     for i, t in enumerate(turns_raw):
         where = f"{source}.turns[{i}]"
@@ -169,8 +175,9 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             if key not in ("text_tokens", "tool_calls"):
                 raise ScenarioError(f"{where}: unknown field '{key}'")
         text_tokens = t.get("text_tokens", 0)
-        if not isinstance(text_tokens, int) or isinstance(text_tokens, bool) or text_tokens < 0:
-            raise ScenarioError(f"{where}.text_tokens: expected an integer >= 0, got {text_tokens!r}")
+        if not isinstance(text_tokens, int) or isinstance(text_tokens, bool) or not 0 <= text_tokens <= MAX_TEXT_TOKENS:
+            raise ScenarioError(f"{where}.text_tokens: expected an integer from 0 to {MAX_TEXT_TOKENS}, "
+                                f"got {text_tokens!r}")
         calls = []
         for j, c in enumerate(t.get("tool_calls", []) or []):
             cw = f"{where}.tool_calls[{j}]"

@@ -635,3 +635,17 @@ def test_bad_input_is_4xx_never_5xx(world_client):
     for query in ({"window_ms": "nan"}, {"window_ms": "inf", "deadline_ms": "inf"}, {"deadline_ms": "-1"}):
         r = httpx.get(f"{run['services_base_url']}/quiet", params=query)
         assert r.status_code == 400 and "must be from 0 to" in r.text, query
+
+
+def test_what_the_world_keeps_is_bounded(world_client):
+    """#13 item 4: requests for unknown runs are kept up to a limit, cut short; a huge inline scenario is refused."""
+    from harness.world.ledger import MAX_UNATTRIBUTED
+
+    with httpx.Client() as client:
+        for i in range(MAX_UNATTRIBUTED + 20):
+            client.get(f"{world_client.url}/runs/{'x' * 2000}{i}/ledger")
+    kept = httpx.get(f"{world_client.url}/unattributed").json()
+    assert len(kept) == MAX_UNATTRIBUTED and max(len(u["path"]) for u in kept) == 200
+    huge = {"name": "huge", "turns": [{"text_tokens": 200_000}], "offsets": []}
+    r = httpx.post(f"{world_client.url}/runs", json={"scenario": huge})
+    assert r.status_code == 400 and "text_tokens: expected an integer from 0 to 20000" in r.text

@@ -16,6 +16,7 @@ from typing import Any
 from harness.scenario import Offset, Scenario, resolve_scenario, scenario_path
 from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
+MAX_UNATTRIBUTED = 1000  # requests that named no known run, kept for the run's summary
 HOLD_TIMEOUT_S = 5.0  # an effect held for the stop waits at most this long for stop_called
 
 
@@ -130,4 +131,8 @@ class World:
         return f"r{self._prefix}-{next(self._seq):05d}"
 
     def record_unattributed(self, method: str, path: str, reason: str) -> None:
-        self.unattributed.append({"t": time.monotonic_ns(), "method": method, "path": path, "reason": reason})
+        """Kept bounded: the newest MAX_UNATTRIBUTED, each path cut to 200 characters."""
+        self.unattributed.append({"t": time.monotonic_ns(), "method": method[:16], "path": path[:200],
+                                  "reason": reason})
+        if len(self.unattributed) > MAX_UNATTRIBUTED:
+            del self.unattributed[:len(self.unattributed) - MAX_UNATTRIBUTED]
