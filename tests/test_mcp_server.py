@@ -113,3 +113,17 @@ def test_end_of_stdin_ends_the_server_with_a_call_in_flight(world_client, module
     started = time.monotonic()
     server.close()
     assert time.monotonic() - started < 2.5  # not the call's 5 s
+
+
+def test_sigint_ends_the_server_while_its_stdin_is_open(world_client):
+    """#13 item 10: the SDK's server ignored SIGINT while stdin stayed open."""
+    import signal
+
+    server = Server(OURS, _run(world_client))
+    server.ask(INIT)
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGINT)
+    code = server.proc.wait(10)
+    assert time.monotonic() - started < 3 and code != 0  # ended by the signal, not by end of stdin
+    server.proc.stdin.close()
+    server.proc.stdout.close()
