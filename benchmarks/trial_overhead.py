@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -107,11 +106,9 @@ def main() -> None:
         "goal_ms": 20,
     }
     result["met"] = result["trial_overhead_ms_p50"] <= 20
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2))
-    width = max(map(len, result))
-    for k, v in result.items():
-        print(f"{k:<{width}}  {v:.2f}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+    from figures import publish  # benchmarks/ is the script's folder
+
+    publish(result, OUT, digits=2)
 
 
 if __name__ == "__main__":
