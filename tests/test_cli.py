@@ -221,3 +221,24 @@ def test_bad_command_lines_are_exit_2_not_tracebacks(tmp_path):
     assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
     version = stopbench("--version")
     assert version.returncode == 0 and version.stdout.startswith("stopbench ")
+
+
+def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
+    """#13 item 1 (part): after SIGKILL of the CLI, a subject stuck in stop() does not live on."""
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--adapter", KA + "HangsInStop",
+                             "--scenario", "q3_report", "--offset", "at:50ms", "--out", str(tmp_path)],
+                            cwd=ROOT, stderr=subprocess.DEVNULL)
+    runner = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    subjects: list[psutil.Process] = []
+    while time.monotonic() < deadline and not subjects:  # the subject: a forked stopbench, not the world
+        subjects = [c for c in runner.children() if "harness.world" not in " ".join(c.cmdline())]
+        time.sleep(0.05)
+    assert subjects, "no subject was started"
+    time.sleep(0.5)  # into the hanging stop()
+    proc.kill()
+    proc.wait(5)
+    gone, alive = psutil.wait_procs(subjects, timeout=2)
+    for p in alive:
+        p.kill()
+    assert not alive, f"subjects outlived their runner: {[p.pid for p in alive]}"

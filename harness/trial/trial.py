@@ -59,6 +59,19 @@ def warm_up(world_url: str) -> None:
     asyncio.run(touch())
 
 
+def _die_with_parent(parent: int) -> None:
+    """A subject whose runner is killed outright (SIGKILL, a CI timeout) gets SIGKILL from the kernel
+    (PR_SET_PDEATHSIG): nothing else would end it, and its MCP servers end with their stdin."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # not Linux: the watchdog and `stopbench reap` remain
+        return
+    if os.getppid() != parent:  # the runner died before the line above
+        os._exit(3)
+
+
 class RunningTrial:
     """A subject in flight. `poll()` until it returns True, then `finish()` for the row."""
 
@@ -88,11 +101,13 @@ class RunningTrial:
         self.proc: subprocess.Popen | None = None
         if start_method == "fork":
             gc.freeze()  # keep the collector from touching (and so copying) the parent's pages in the child
+            parent = os.getpid()
             self.pid = os.fork()
             if self.pid == 0:  # the subject
                 code = 3
                 try:
                     os.close(read_fd)
+                    _die_with_parent(parent)
                     os.setpgid(0, 0)
                     signal.signal(signal.SIGINT, signal.SIG_DFL)
                     code = subject_main(self.plan, adapter_cls, scenario, write_fd)
