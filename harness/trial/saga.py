@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.tools.loopback_http import LoopbackClient
-from harness.tools.mitigation import Mitigation, SagaLog, bump_generations
+from harness.tools.mitigation import SagaLog, bump_generations
 from harness.tools.toolbox import Toolbox
 
 
@@ -54,7 +54,3 @@ class Saga:
                 found.append({**call, "effect_id": effect["effect_id"], "committed_ns": effect["committed_ns"]})
         return found
 
-
-def saga_for(mitigation: Mitigation, log: SagaLog | None, workdir: Path, http: LoopbackClient,
-             services_url: str, toolbox: Toolbox) -> Saga | None:
-    return Saga(log, workdir, http, services_url, toolbox) if mitigation.saga and log is not None else None

@@ -23,7 +23,7 @@ from harness.tools.toolbox import Toolbox
 from harness.trial import audit
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
-from harness.trial.saga import Saga, saga_for
+from harness.trial.saga import Saga
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
 from harness.vocabulary import OWNER_ENV, AuditPhase, Mark
@@ -103,9 +103,8 @@ class Subject:
         spec, run, deadlines = self.spec, self.plan.run, self.deadlines
         self.http = LoopbackClient()  # a connection per request: none of the harness's stays open
         self.marks = MarkBuffer(self.http, run.run_url)
-        if self.saga_log is not None:
-            self.saga = saga_for(spec.mitigation, self.saga_log, run.workdir, self.http, run.services_base_url,
-                                 self.toolbox)
+        if self.saga_log is not None:  # the saga mitigation: its hook, called after the stop
+            self.saga = Saga(self.saga_log, run.workdir, self.http, run.services_base_url, self.toolbox)
         self.own_tasks.add(asyncio.current_task())
         control = ControlStream(run.run_url) if spec.offset.is_event else None
         if control is not None:
