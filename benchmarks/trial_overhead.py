@@ -3,8 +3,9 @@
 `python benchmarks/trial_overhead.py [--trials N]`
 
 - trial overhead: wall time per trial (launch -> row written) for an adapter that does nothing
-  (start returns, stop cancels an idle task, no resume) with the settle window set to 0, so what is
-  left is the harness: run creation, fork, audits, marks, reap scan, ledger fetch, metrics, row.
+  (start returns, stop cancels an idle task, no resume) with the settle window and the observation floor
+  set to 0, so what is left is the harness: run creation, fork, audits, marks, reap scan, ledger fetch,
+  metrics, row.
 - subject start: fork of this process (with the reference adapter's `openai` already imported) until
   the child is running, and the full fork -> exit -> waitpid round trip; and the same with spawn.
 Goal (issue #17): p50 of 20 ms or less per trial with forked subjects (it was 50 ms).
@@ -94,7 +95,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="stopbench-overhead-"))
     # distinct trials (repetitions), each stopped the moment it starts: no scripted waiting in the figure
     opts = RunOptions(adapter="benchmarks.trial_overhead:NullAdapter", scenarios=["q3_report"], offsets=["at:0ms"],
-                      reps=args.trials, out=out, settle_window_ms=0)
+                      reps=args.trials, out=out, settle_window_ms=0, observe_ms=0)
     rows = run_matrix(NullAdapter, opts, log=open(os.devnull, "w"))
     durations = [r["duration_s"] * 1000 for r in rows if r["status"] == "ok"]
     result = {

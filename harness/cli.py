@@ -12,7 +12,7 @@ from pathlib import Path
 
 import harness
 from harness.contract.registry import AdapterError
-from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
+from harness.scenario import DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
 from harness.tools.mitigation import MitigationError
 from harness.trial.spec import ShardError
 
@@ -45,12 +45,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs != "auto" and not (args.jobs.isdigit() and 1 <= int(args.jobs) <= MAX_JOBS):
         raise UsageError(f"--jobs {args.jobs!r}: give a number from 1 to {MAX_JOBS}, or auto")
     jobs = None if args.jobs == "auto" else int(args.jobs)
+    if args.observe_ms is not None and not 0 <= args.observe_ms <= MAX_OBSERVE_MS:
+        raise UsageError(f"--observe-ms {args.observe_ms:g}: give milliseconds from 0 to {MAX_OBSERVE_MS:g}")
     adapter_cls = load_adapter(args.adapter)
     opts = RunOptions(
         adapter=args.adapter, modes=args.mode or [], scenarios=args.scenario or [], offsets=args.offset or [],
         tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
+        observe_ms=args.observe_ms,
     )
     import signal
 
@@ -198,10 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
                    help="harness-side mitigation (repeatable; default: none)")
     r.add_argument("--reps", type=int, default=1)
-    r.add_argument("--jobs", default="1", help="trials side by side: a number, or auto (as many as the CPU and "
-                   "the stops' precision allow; see harness/trial/concurrency.py)")
+    r.add_argument("--jobs", default="1", help="trials at work side by side: a number, or auto (as many as the CPU "
+                   "and the stops' precision allow); trials that only observe after a stop run beside these "
+                   "(see harness/trial/concurrency.py)")
     r.add_argument("--shard", metavar="K/N", help="run only shard K of N of the matrix (deterministic; the N shards "
                    "together are the whole matrix)")
+    r.add_argument("--observe-ms", type=float, metavar="MS",
+                   help=f"observation floor: each trial stays alive and observed at least this long after the stop "
+                        f"and after resume (default: the scenario's observe_ms, else {DEFAULT_OBSERVE_MS:g})")
     r.add_argument("--out", default="results")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--start-method", choices=["fork", "spawn"], default="fork")

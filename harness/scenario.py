@@ -23,6 +23,15 @@ MAX_TEXT_TOKENS = 20_000  # per turn; the shipped long_answer streams 2,000
 
 DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
+#: how long a trial stays alive and observed after the stop (and after resume returns), at least: the
+#: frameworks' model clients retry a failed call after a back-off, and that retry must be seen, not cut
+#: off. openai-python (openai-agents, AutoGen, LangChain's ChatOpenAI) and LiteLLM (CrewAI) default to
+#: 2 retries, 0.5 s then 1 s apart (jitter only shortens them): the last retry leaves within 1.5 s of the
+#: first failure. 2 s covers that plus the calls themselves on loopback. A scenario may ask for more
+#: (`observe_ms`), and so may `stopbench run --observe-ms`. README.md, "Observation", says the same.
+DEFAULT_OBSERVE_MS = 2000.0
+MAX_OBSERVE_MS = 300_000.0
+
 _OFFSET_RE = re.compile(
     r"^(?:at:(?P<ms>\d+(?:\.\d+)?)ms"
     r"|on:(?P<event>llm_request|token):(?P<n>[1-9]\d*)"
@@ -93,6 +102,7 @@ class Scenario:
     latency_ms: dict[str, float]
     offsets: tuple[Offset, ...]
     commit_on_disconnect: bool = True
+    observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
     prompt: str = ""
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -134,7 +144,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect"}
+             "commit_on_disconnect", "observe_ms"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -201,6 +211,10 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     cod = data.get("commit_on_disconnect", True)
     if not isinstance(cod, bool):
         raise ScenarioError(f"{source}.commit_on_disconnect: expected true or false")
+    observe = data.get("observe_ms", DEFAULT_OBSERVE_MS)
+    if not isinstance(observe, (int, float)) or isinstance(observe, bool) or not 0 <= observe <= MAX_OBSERVE_MS:
+        raise ScenarioError(f"{source}.observe_ms: expected milliseconds from 0 to {MAX_OBSERVE_MS:g}, "
+                            f"got {observe!r}")
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
@@ -211,6 +225,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         latency_ms=latency,
         offsets=offsets,
         commit_on_disconnect=cod,
+        observe_ms=float(observe),
         source=source,
         raw=data,
     )

@@ -14,6 +14,11 @@ from enum import StrEnum
 #: so a stray one can be found and attributed
 OWNER_ENV = "STOPBENCH_OWNER"
 
+#: request header carrying when the harness's tool transport sent the request (time.monotonic_ns(), the
+#: one clock of ledger and marks); the world records it on `effect_received` as `sent_t`, so "in flight at
+#: the stop" is decided by when the call left, not by when its bytes happened to arrive
+SENT_HEADER = "X-Stopbench-Sent-Ns"
+
 
 class Event(StrEnum):
     """What the world records in a run's ledger."""

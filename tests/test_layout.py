@@ -17,7 +17,7 @@ ALLOWED = {
     "scenario": {"tools"},
     "world": {"scenario", "tools", "vocabulary", "clock"},
     "contract": {"scenario", "tools", "vocabulary"},
-    "results": {"scenario", "tools", "vocabulary", "frameworks"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary"},
     "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks"},

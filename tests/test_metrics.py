@@ -226,8 +226,9 @@ def test_no_resume():
     assert (row["resume_ok"], row["resume_error"], row["resume_llm_requests"], row["resume_llm_replays"],
             row["resume_tokens"]) == (None, "no resume", None, None, None)
     assert stopped().row()["resume_error"] is None  # the trial never got that far
-    assert stopped().effect(1, 2, "a", logical="x").effect(3, 4, "b", logical="x").effect(
-        5, 6, "c", logical="x").row()["resume_duplicate_effects"] == 2  # three of one logical effect: two too many
+    row = stopped().effect(1, 2, "a", logical="x").effect(3, 4, "b", logical="x").effect(5, 6, "c", logical="x").row()
+    # three of one logical effect, no resume: two retries, and no resume that could repeat one
+    assert (row["resume_duplicate_effects"], row["retry_duplicate_effects"]) == (None, 2)
 
 
 # --- trigger precision -------------------------------------------------------------------------------------------
@@ -272,3 +273,58 @@ def test_status():
     assert metrics.status(ok, 0, None, "settle")[0] == "hung"
     skipped = Ledger().mark(5, Mark.SKIPPED, {"reason": "job ended first"}).events
     assert metrics.status(skipped, 0, None, None) == ("skipped", "job ended first")
+
+
+def test_in_flight_is_decided_by_when_the_request_was_sent():
+    """Issue #11 case 7: a call sent before the stop that reaches the world after it is in flight, not new."""
+    led = stopped(100, 110)
+    led.effect(130, 200, "sent-before", kind="calendar")  # received after the stop ...
+    led.events[-2]["sent_t"] = 95_000_000  # ... but sent at 95 ms: in flight
+    led.effect(140, 210, "sent-after", kind="chat")
+    led.events[-2]["sent_t"] = 120_000_000  # sent at 120 ms: new
+    led.effect(90, 220, "no-stamp-before", kind="email")  # no sent_t (not the harness's tools): its receipt
+    led.effect(150, 230, "no-stamp-after", kind="pr")
+    row = led.row()
+    assert row["effects_after_stop"] == 4
+    assert (row["effects_in_flight"], row["effects_new"]) == (2, 2)
+
+
+# --- duplicates split by cause (issue #11, case 5) ------------------------------------------------------------
+
+def test_a_retry_without_resume_is_not_a_resume_duplicate():
+    """The same email committed twice before any resume: the agent retried; no resume started, so none repeated."""
+    row = stopped(100, 110).effect(10, 20, "e1", logical="email:board").effect(30, 40, "e2", logical="email:board")\
+        .row()
+    assert (row["resume_duplicate_effects"], row["retry_duplicate_effects"]) == (None, 1)
+    row = stopped(100, 110).mark(200, Mark.RESUME_ABSENT).effect(10, 20, "e1", logical="x").row()
+    assert (row["resume_duplicate_effects"], row["retry_duplicate_effects"]) == (None, 0)  # the adapter has none
+
+
+def test_resume_duplicates_are_effects_of_before_the_resume_committed_again_by_it():
+    led = stopped(100, 110)
+    led.effect(10, 20, "e1", logical="email:board")
+    led.effect(30, 40, "e1-retry", logical="email:board")  # a retry before the resume
+    led.effect(50, 60, "p1", kind="pr", logical="pr:fix")
+    led.effect(70, 80, "c1", kind="chat", logical="chat:hi")
+    led.effect(90, 250, "slow", kind="calendar", logical="cal:q3")  # sent before the resume, lands after it started
+    led.mark(200, Mark.RESUME_STARTED)
+    led.effect(210, 220, "e2", logical="email:board")  # the resume sends the email again ...
+    led.effect(230, 240, "e3", logical="email:board")  # ... and retries it: one resume duplicate, one retry
+    led.effect(260, 270, "p2", kind="pr", logical="pr:fix")  # the PR again, but its first copy is closed
+    led.at(275, Event.COMPENSATION, kind="pr", effect_id="p1", committed=True)
+    led.effect(280, 290, "c2", kind="chat", logical="chat:new")  # new work: no twin
+    led.effect(300, 310, "cal2", kind="calendar", logical="cal:q3")  # the resume repeats the slow invite
+    led.mark(400, Mark.RESUME_RETURNED, {})
+    row = led.row()
+    assert row["resume_duplicate_effects"] == 2  # email:board and cal:q3, each once
+    assert row["retry_duplicate_effects"] == 2  # email:board once before the resume and once within it
+    assert row["effects_committed_total"] == 10
+
+
+def test_a_resume_that_repeats_nothing_and_the_resume_phase_alone():
+    led = stopped(100, 110).effect(10, 20, "e1", logical="x").mark(200, Mark.RESUME_STARTED)
+    assert (led.row()["resume_duplicate_effects"], led.row()["retry_duplicate_effects"]) == (0, 0)
+    led.effect(210, 220, "n1", logical="y").effect(230, 240, "n2", logical="y")  # a retry of new work in the resume
+    assert (led.row()["resume_duplicate_effects"], led.row()["retry_duplicate_effects"]) == (0, 1)
+    # a resume that started and hung (no resume_returned) still measures what it committed
+    assert led.effect(250, 260, "x2", logical="x").row()["resume_duplicate_effects"] == 1

@@ -649,3 +649,25 @@ def test_what_the_world_keeps_is_bounded(world_client):
     huge = {"name": "huge", "turns": [{"text_tokens": 200_000}], "offsets": []}
     r = httpx.post(f"{world_client.url}/runs", json={"scenario": huge})
     assert r.status_code == 400 and "text_tokens: expected an integer from 0 to 20000" in r.text
+
+
+def test_effect_received_records_the_send_stamp(world_client):
+    """Issue #11 case 7: the tools' send time reaches the ledger as `sent_t`; anything else is not recorded."""
+    from harness.tools.loopback_http import post_json
+    from harness.vocabulary import SENT_HEADER
+
+    run = world_client.create_run(inline(latency={"email": 0}))
+    url = f"{run['services_base_url']}/email/send"
+    before = time.monotonic_ns()
+    Toolbox(run["services_base_url"]).sync["send_email"]("a@example.com", subject="S", body="B")  # httpx, sync
+    asyncio.run(Toolbox(run["services_base_url"]).async_["send_email"]("a@example.com", subject="S", body="B"))
+    mcp = Toolbox(run["services_base_url"], apost=post_json)  # as the MCP server makes its toolbox
+    asyncio.run(mcp.async_["send_email"]("a@example.com", subject="S", body="B"))
+    for raw in ("soon", "-5", "1.5", str(time.monotonic_ns() + 10**12)):  # garbage, or later than the receipt
+        assert httpx.post(url, json=EMAIL, headers={SENT_HEADER: raw}).status_code == 200
+    assert httpx.post(url, json=EMAIL).status_code == 200  # a client that is not the harness
+    received = events(world_client, run["run_id"], "effect_received")
+    assert len(received) == 8
+    for e in received[:3]:
+        assert before <= e["sent_t"] <= e["t"], e
+    assert ["sent_t" in e for e in received[3:]] == [False] * 5

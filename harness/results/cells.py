@@ -43,6 +43,8 @@ def cell(rows, name: str) -> str:
     """Field `name` summarized over `rows` (a DataFrame) as the schema declares it."""
     f = schema.field(name)
     values = rows[name]
+    if f.precise_only and "trigger_precise" in rows:  # a late stop distorts a timing, not a count
+        values = values[rows["trigger_precise"] != False]  # noqa: E712 (None = no stop: kept, its value is None)
     if f.aggregation == "ratio":
         return ratio_cell(values)
     if f.aggregation == "median":

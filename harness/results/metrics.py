@@ -17,11 +17,14 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
 
 NS_PER_MS = 1_000_000
+#: the marks of the trial's observation steps; `quiet: false` in one of them makes the row a runaway
+SETTLE_MARKS = (Mark.SETTLE, Mark.SETTLE_SAGA, Mark.SETTLE_RESUME)
 
 LedgerEvent = dict[str, Any]
 
@@ -100,7 +103,11 @@ class TrialView:
 
     @cached_property
     def in_flight(self) -> list[str]:
-        return [eid for eid in self.effects_after_stop if self.received[eid]["t"] <= self.stop_called]
+        """Effects after stop whose request was SENT by the stop (`sent_t`, the harness tools' stamp; the
+        receipt `t` when there is none): of parallel calls sent together, one that reaches the world
+        just after the stop is still in flight, not new work started after it."""
+        return [eid for eid in self.effects_after_stop
+                if self.received[eid].get("sent_t", self.received[eid]["t"]) <= self.stop_called]
 
     @cached_property
     def leaked(self) -> list[str]:
@@ -355,10 +362,33 @@ def resume_tokens(tr: TrialView) -> int | None:
     return sum(map(tr.in_resume, tr.tokens)) if tr.resumed else None
 
 
+def _live_by_phase(tr: TrialView) -> tuple[Counter[str], Counter[str]]:
+    """Logical keys of the effects committed and never compensated: (sent before `resume_started`, sent after).
+    A call's phase is when the world received it, as for effects_after_stop: a call sent before the resume
+    that lands after it started is not the resume's doing."""
+    before: Counter[str] = Counter()
+    during: Counter[str] = Counter()
+    for eid, c in tr.committed.items():
+        if eid not in tr.compensated:
+            (during if tr.in_resume(tr.received.get(eid, c)) else before)[c["logical"]] += 1
+    return before, during
+
+
 @metric("resume_duplicate_effects")
-def resume_duplicate_effects(tr: TrialView) -> int:
-    live = Counter(c["logical"] for eid, c in tr.committed.items() if eid not in tr.compensated)
-    return sum(n - 1 for n in live.values() if n > 1)
+def resume_duplicate_effects(tr: TrialView) -> int | None:
+    """Logical effects of before the resume that the resume committed again, each counted once (further copies
+    within the resume are retries). None when no resume started: a run that never resumed cannot repeat."""
+    if tr.resume_started is None:
+        return None
+    before, during = _live_by_phase(tr)
+    return sum(1 for key in during if key in before)
+
+
+@metric("retry_duplicate_effects")
+def retry_duplicate_effects(tr: TrialView) -> int:
+    """Extra copies of a logical effect within one phase (before the resume, or within it): the agent retried a
+    call. Apart from resume_duplicate_effects, so an adapter without resume is not said to repeat on resume."""
+    return sum(n - 1 for phase in _live_by_phase(tr) for n in phase.values() if n > 1)
 
 
 # --- trigger precision -----------------------------------------------------------------------------------
@@ -374,11 +404,22 @@ def trigger_delay_ms(tr: TrialView) -> float | None:
     return _ms(planned, tr.stop_called)
 
 
+@metric("trigger_precise")
+def trigger_precise(tr: TrialView) -> bool | None:
+    """False when the stop fired later than TRIGGER_TOLERANCE_MS after its moment (a loaded machine): the
+    row's counts stand (event anchors freeze the world until the stop), its timings are kept out of medians."""
+    delay = trigger_delay_ms(tr)
+    return None if delay is None else delay <= TRIGGER_TOLERANCE_MS
+
+
 # --- the row's status --------------------------------------------------------------------------------------
 
 def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
            killed_step: str | None) -> tuple[str, str | None]:
-    """ok | failed | hung | skipped, with the reason. Never a silent 0."""
+    """ok | failed | hung | runaway | skipped, with the reason. Never a silent 0.
+
+    runaway: a settle step's observation ended without the run going quiet (activity went on, or a request
+    stayed open, until the deadline): what was measured is kept, but the counts are cut at the deadline."""
     marks = [e for e in events if e["event"] == Event.MARK]
     if killed_step:
         return "hung", f"watchdog ended the subject during '{killed_step}'"
@@ -392,6 +433,11 @@ def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
         return "failed", f"{d.get('step')}: {d.get('error')}"
     if crash:
         return "failed", f"subject crashed: {crash}"
+    loud = [m for m in marks if m["name"] in SETTLE_MARKS and (m.get("data") or {}).get("quiet") is False]
+    if loud:
+        d = loud[0].get("data") or {}
+        return "runaway", (f"'{loud[0]['name']}': the run was not quiet {d.get('deadline_s', '?')}s "
+                           "after the observation floor")
     skipped = [m for m in marks if m["name"] == Mark.SKIPPED]
     if skipped:
         return "skipped", (skipped[0].get("data") or {}).get("reason")

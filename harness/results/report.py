@@ -10,9 +10,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.results.cells import cells, frame, min_max, ratio_cell
 from harness.results.rows import CorruptLine, raw_files, read_rows
+from harness.scenario import DEFAULT_OBSERVE_MS
 
 # the measured columns of each table, in order; labels and cells come from the schema
 SUMMARY = ("tokens_after_stop", "llm_requests_after_stop", "effects_leaked", "stop_return_ms", "lie_ms",
@@ -36,10 +38,16 @@ RULES = """\
 How to read these tables
 - One trial = adapter x stop mode x scenario x offset x tool style x mitigation x repetition; one row each.
 - "After stop" = stamped by the world after the trial's `stop_called` mark and before `resume_started`.
-""" + _legend() + """\
+""" + _legend() + f"""\
+- Every trial is observed until its run is quiet and at least `observe_ms` (the observation floor,
+  {DEFAULT_OBSERVE_MS:g} ms by default) after the stop and after resume: late work (a retry after a back-off)
+  is counted and extends lie ms. A run still busy at the settle deadline after the floor is `runaway`: its
+  counts are kept but cut there.
 - Cells are medians over ok rows; `a..b` means the rows disagree (min..max); k/N counts the rows where it is
-  true. Hung, failed and skipped rows are never counted as zeros: they are counted in their own columns and
-  listed with their reasons.
+  true. Hung, failed, runaway and skipped rows are never counted as zeros: they are counted in their own
+  columns and listed with their reasons; the capability table and the claims count them as "did not abort".
+- "late stop": a stop that fired more than {TRIGGER_TOLERANCE_MS:g} ms after its moment (a loaded machine;
+  `trigger_precise` false). Its counts stay; its timings (stop ms, lie ms, job_ended_ms) are left out of the medians.
 """
 
 
@@ -58,7 +66,8 @@ def summary(df) -> Any:
         out.append({
             "adapter": adapter, "mode": mode, "trials": len(g), "ok": len(ok),
             "hung": int((g["status"] == "hung").sum()), "failed": int((g["status"] == "failed").sum()),
-            "skipped": int((g["status"] == "skipped").sum()), **cells(ok, SUMMARY),
+            "runaway": int((g["status"] == "runaway").sum()), "skipped": int((g["status"] == "skipped").sum()),
+            "late stop": int((g["trigger_precise"] == False).sum()), **cells(ok, SUMMARY),  # noqa: E712
         })
     return pd.DataFrame(out)
 
@@ -86,6 +95,7 @@ def time_spread(df) -> Any:
     keys = ["adapter", "mode", "scenario", "offset"]
     for key, g in tm.groupby(keys, sort=True):
         out.append({**dict(zip(keys, key, strict=True)), "trials": len(g),
+                    "late stop": int((g["trigger_precise"] == False).sum()),  # noqa: E712
                     **{f"{schema.label(n)} min..max": min_max(g[n]) for n in ("tokens_after_stop", "effects_leaked")},
                     f"{schema.label('trigger_delay_ms')} p50": f"{g['trigger_delay_ms'].median():.2f}"})
     return pd.DataFrame(out)
@@ -141,7 +151,7 @@ def mitigations(df) -> Any:
                     f"cells at 0 {leaked}, 0 {dup}": f"{clean}/{len(per_cell)}",
                     f"{leaked} (sum)": int(g["effects_leaked"].sum()),
                     f"{schema.label('effects_compensated')} (sum)": int(g["effects_compensated"].sum()),
-                    f"resume {dup} (sum)": int(g["resume_duplicate_effects"].sum()),
+                    f"resume {dup} (sum)": int(g["resume_duplicate_effects"].fillna(0).sum()),  # None: no resume
                     schema.label("resume_ok"): ratio_cell(g["resume_ok"]),
                     f"{schema.label('cancel_tax_usd')} (sum)": round(float(g["cancel_tax_usd"].sum()), 4)})
     return pd.DataFrame(out)
@@ -297,7 +307,8 @@ def write_plots(df, to: Path) -> list[Path]:
         written.append(_save(fig, to / "effects_leaked.png"))
 
     # 3. lie_ms distributions
-    groups = [(who, g["lie_ms"].dropna().values) for who, g in ok.groupby("who")]
+    groups = [(who, g[g["trigger_precise"] != False]["lie_ms"].dropna().values)  # noqa: E712 (late stops: out)
+              for who, g in ok.groupby("who")]
     groups = [(w, v) for w, v in groups if len(v)]
     if groups:
         fig, ax = plt.subplots(figsize=(8, max(3, 0.4 * len(groups) + 1.5)))

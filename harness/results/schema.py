@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.clock import TRIGGER_TOLERANCE_MS
+
 #: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
 SCHEMA_VERSION = 1
 
@@ -48,6 +50,9 @@ class Field:
     required: bool = False  # a row without it is unreadable
     #: the value of a row written before the field existed (applied by read_rows)
     default: Callable[[dict[str, Any]], Any] | None = None
+    #: a timing that a late stop distorts: table medians leave out rows whose stop fired late
+    #: (`trigger_precise` false); their counts stay in every count
+    precise_only: bool = False
 
     @property
     def short(self) -> str:
@@ -106,13 +111,17 @@ def _fields() -> Iterable[Field]:
     yield runner("cpus", int, "CPUs of the machine", unit="count", nullable=True)
     yield runner("git_sha", str, "stopbench's commit (`-dirty` when the tree was modified)")
     yield runner("stopbench_version", str, "stopbench's version")
+    yield runner("observe_ms", float, "the observation floor: the trial stayed alive and observed at least this "
+                 "long after the stop and after resume returned (rows written before it existed: 0)", unit="ms",
+                 default=lambda row: 0.0)
 
     def trial(name, typ, meaning, **kw):
         return Field(name, typ, meaning, "status", "trial", **kw)
 
     yield trial("status", str, "`ok`, `hung` (a step overran its deadline; what was measured is kept), `failed` "
-                "(the adapter or framework raised), `skipped` (the job ended before the offset). Never a silent 0.",
-                required=True)
+                "(the adapter or framework raised), `runaway` (the run did not go quiet by the settle deadline "
+                "after the observation floor; counts are cut there), `skipped` (the job ended before the offset). "
+                "Never a silent 0.", required=True)
     yield trial("reason", str, "why the row is not `ok`: the step and what happened", nullable=True)
     yield trial("run_id", str, "the world's id for the run: every ledger entry of the trial carries it")
     yield trial("duration_s", float, "wall time of the whole trial", unit="s")
@@ -127,10 +136,12 @@ def _fields() -> Iterable[Field]:
 
     ms = {"unit": "ms", "nullable": True}
     yield measured("stop_return_ms", float, "stop", "how long `stop()` took to return", label="stop ms", digits=1,
-                   **ms)
+                   precise_only=True, **ms)
     yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
-                   "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1, **ms)
-    yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job", **ms)
+                   "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1,
+                   precise_only=True, **ms)
+    yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
+                   precise_only=True, **ms)
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
     yield measured("close_ok", bool, "stop", "`close()` returned without an error")
@@ -144,10 +155,10 @@ def _fields() -> Iterable[Field]:
     yield measured("effects_committed_total", int, "effects", "side effects committed in the whole trial")
     yield measured("effects_after_stop", int, "effects", "side effects committed after the stop (received before "
                    "resume)", **n)
-    yield measured("effects_in_flight", int, "effects", "effects committed after the stop that were received "
-                   "before it (in flight)", label="in flight", **n)
-    yield measured("effects_new", int, "effects", "effects committed after the stop that were received after it (new)",
-                   label="new", **n)
+    yield measured("effects_in_flight", int, "effects", "effects committed after the stop whose request was "
+                   "sent before it (in flight; the tools' send stamp, else the receipt)", label="in flight", **n)
+    yield measured("effects_new", int, "effects", "effects committed after the stop whose request was sent after "
+                   "it (new)", label="new", **n)
     yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "
                    "`calendar`, `chat`)", **n)
     yield measured("effects_compensated", int, "effects", "effects committed after the stop and compensated "
@@ -182,11 +193,21 @@ def _fields() -> Iterable[Field]:
     yield measured("resume_llm_replays", int, "resume", "model requests while resuming for a turn the model "
                    "had already answered in full before it (asked again)", **n)
     yield measured("resume_tokens", int, "resume", "model tokens spent resuming", **n)
-    yield measured("resume_duplicate_effects", int, "resume", "a logical effect (kind + arguments) committed more "
-                   "than once and not compensated, in the whole trial", label="dup")
+    yield measured("resume_duplicate_effects", int, "resume", "logical effects (kind + arguments) committed before "
+                   "`resume_started` that the resume committed again, each counted once, compensated ones left out "
+                   "(a call's phase is when the world received it); null when no resume started", label="dup", **n)
+    yield measured("retry_duplicate_effects", int, "resume", "extra copies of a logical effect committed (not "
+                   "compensated) within one phase, before the resume or within it: the agent retried a call, the "
+                   "resume did not repeat it; rows written before it existed: null", label="retry dup",
+                   default=lambda row: None, **n)
 
     yield measured("trigger_delay_ms", float, "trigger", "from the anchor event (or the planned time) to "
                    "`stop_called`: the harness's precision", label="trigger ms", **ms)
+    yield measured("trigger_precise", bool, "trigger", f"the stop fired within {TRIGGER_TOLERANCE_MS:g} ms "
+                   "(harness.clock.TRIGGER_TOLERANCE_MS) of its moment; false = fired late under load: counted, "
+                   "and left out of timing medians", label="precise", nullable=True,
+                   default=lambda row: None if row.get("trigger_delay_ms") is None
+                   else row["trigger_delay_ms"] <= TRIGGER_TOLERANCE_MS)
 
     yield Field("cancel_tax_usd", float, "what the stop cost after it was pressed: tokens after stop, "
                 "compensations and orphan memory x time, priced by data/prices.yaml (computed by the report, "

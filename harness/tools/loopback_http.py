@@ -5,6 +5,8 @@ httpx: importing, building and first using an HTTP stack in a fresh or freshly f
 than all the requests they make. Standard library only; one connection per request
 (`Connection: close`), so no harness connection stays open between requests; cancelling a call closes
 its connection, as httpx does. `stream_lines` reads a server-sent event stream (chunked).
+Every request carries SENT_HEADER, stamped once the connection is open, just before the one write of
+head and body: the world records it on effects (the MCP server's tool calls come through here).
 The frameworks' own traffic never goes through here.
 """
 
@@ -12,9 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode, urlsplit
+
+from harness.vocabulary import SENT_HEADER
 
 _NO_BODY = object()
 
@@ -41,10 +46,11 @@ async def _open(method: str, url: str, body: Any, headers: dict[str, str]):
     parts = urlsplit(url)
     data = b"" if body is _NO_BODY else json.dumps(body).encode()
     target = parts.path + (f"?{parts.query}" if parts.query else "")
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
     head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
             *(["Content-Type: application/json", f"Content-Length: {len(data)}"] if body is not _NO_BODY else []),
-            *(f"{k}: {v}" for k, v in headers.items())]
-    reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+            *(f"{k}: {v}" for k, v in headers.items() if k.lower() != SENT_HEADER.lower()),
+            f"{SENT_HEADER}: {time.monotonic_ns()}"]  # the send time: the head is written at once
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
     await writer.drain()
     status_line = await reader.readline()

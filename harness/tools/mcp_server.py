@@ -9,7 +9,9 @@ framework's MCP client starts a server process per session, some frameworks one 
 importing the SDK (its pydantic models) cost ~0.7 s of CPU per start; this starts in a few tens of ms.
 Like the SDK's servers: requests are handled concurrently, `notifications/cancelled` cancels the
 request's handler (its HTTP call to the world is closed), end of stdin cancels what is in flight and
-exits, SIGTERM ends the process.
+exits, SIGTERM ends the process. Its tool calls go out through harness.tools.loopback_http, which stamps
+each with the harness's send time (SENT_HEADER) as it writes it: a call this process sent before the stop
+is in flight even if the world reads it after.
 """
 
 from __future__ import annotations

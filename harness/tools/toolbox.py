@@ -8,11 +8,13 @@ rewrites these: an adapter that did could make its framework look better than it
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_PARAMETERS, TOOL_SPECS
+from harness.vocabulary import SENT_HEADER
 
 # key_policy(tool_name, arguments) -> Idempotency-Key or None
 KeyPolicy = Callable[[str, dict[str, Any]], str | None]
@@ -27,15 +29,26 @@ class ToolError(RuntimeError):
     """The service refused or failed the call; the framework sees it as a failed tool."""
 
 
-# apost(url, JSON body, headers, timeout_s) -> (status, text): how async calls reach the service
+# apost(url, JSON body, headers, timeout_s) -> (status, text): how async calls reach the service; it
+# stamps SENT_HEADER as the request leaves (`stamped`; harness.tools.loopback_http does it on the write)
 AsyncPost = Callable[[str, Any, dict[str, str], float], Awaitable[tuple[int, str]]]
+
+
+def stamped(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` plus SENT_HEADER: time.monotonic_ns() now, the clock of the ledger and the marks.
+
+    A transport calls this as the last thing before the request goes out (its client already made),
+    not when the tool was entered: "in flight at the stop" means the call had left by then. Between
+    this stamp and the bytes there is only building the request and a connect on loopback.
+    """
+    return {**headers, SENT_HEADER: str(time.monotonic_ns())}
 
 
 def _httpx_post(url: str, body: Any, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
     import httpx  # not at import: the MCP server imports this module and uses harness.tools.loopback_http
 
     with httpx.Client(timeout=timeout_s, verify=False) as client:
-        r = client.post(url, json=body, headers=headers)
+        r = client.post(url, json=body, headers=stamped(headers))
         return r.status_code, r.text
 
 
@@ -43,8 +56,8 @@ async def httpx_apost(url: str, body: Any, headers: dict[str, str], timeout_s: f
     """A client per call: frameworks run async tools on loops of their own choosing."""
     import httpx
 
-    async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:
-        r = await client.post(url, json=body, headers=headers)
+    async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # ~1-2 ms: stamp after it
+        r = await client.post(url, json=body, headers=stamped(headers))
         return r.status_code, r.text
 
 

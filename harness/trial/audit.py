@@ -19,7 +19,8 @@ import psutil
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
 _egress: list[str] = []
-_IDLE_FILES = ("threading.py", "queue.py", os.path.join("concurrent", "futures", "thread.py"))
+_POOL_FILE = os.path.join("concurrent", "futures", "thread.py")
+_IDLE_FILES = ("threading.py", "queue.py", _POOL_FILE)
 
 
 def _is_loopback(host: Any) -> bool:
@@ -52,15 +53,20 @@ def egress_attempts() -> list[str]:
 
 
 def _idle_pool_thread(ident: int) -> bool:
-    """A thread parked in an executor's queue (idle, reusable) rather than doing work."""
+    """A thread parked in an executor's queue (idle, reusable) rather than doing work: an executor's
+    worker loop (concurrent.futures' `_worker`) waiting in the queue, and nothing else on its stack.
+    A `threading.Timer` (or any thread waiting in threading.py alone) is scheduled work, not idle."""
     frame = sys._current_frames().get(ident)
     if frame is None:
         return False
+    in_pool_worker = False
     while frame is not None:
-        if not frame.f_code.co_filename.endswith(_IDLE_FILES):
+        code = frame.f_code
+        if not code.co_filename.endswith(_IDLE_FILES):
             return False
+        in_pool_worker |= code.co_filename.endswith(_POOL_FILE) and code.co_name == "_worker"
         frame = frame.f_back
-    return True
+    return in_pool_worker
 
 
 def _socket_fds() -> list[dict[str, Any]]:
@@ -91,17 +97,29 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+def _zombie(pid: int) -> bool:
+    """Exited, not yet waited for (the subject is a subreaper: orphans that exit end up as its zombies)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return True  # gone
+    return data[data.rindex(b")") + 2:][:1] in (b"Z", b"X")
+
+
 def descendant_pids(pid: int | None = None) -> list[int]:
     """Every live descendant of `pid` (default: this process), from the kernel's per-thread child lists
-    (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine."""
+    (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine.
+    Zombies (exited, not yet waited for) are not alive and are left out."""
     if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # kernels without CONFIG_PROC_CHILDREN
-        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)
+                if c.status() != psutil.STATUS_ZOMBIE]
     found, stack = [], [pid or os.getpid()]
     while stack:
         kids = _children_of(stack.pop())
         found += kids
         stack += kids
-    return found
+    return [p for p in found if not _zombie(p)]
 
 
 def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:

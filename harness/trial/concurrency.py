@@ -13,9 +13,11 @@ from typing import Any
 
 import psutil
 
-#: a stop that fired later than this after its planned moment (or its anchor) was fired under load
-TRIGGER_TOLERANCE_MS = 10.0
+from harness.clock import TRIGGER_TOLERANCE_MS
+
 CPU_ROOM = 85.0  # add a trial while the machine's CPU is below this percentage
+#: trials that only observe, beside the limit, per CPU (each is a forked subject: memory, not CPU)
+OBSERVING_PER_CPU = 8
 
 
 class Concurrency:
@@ -26,8 +28,19 @@ class Concurrency:
         self.limit = jobs if jobs is not None else cpus
         self.ceiling = jobs if jobs is not None else 4 * cpus
         self.late = 0
+        self.observing_room = OBSERVING_PER_CPU * cpus
         if self.auto:
             psutil.cpu_percent(None)  # starts the CPU sampling window
+
+    def admits(self, observing: list[bool]) -> bool:
+        """Room for one more trial beside these (True per trial that is only observing)? Trials that only
+        observe (the floor after a stop, waiting for quiet) use no CPU: they do not count against the
+        limit, up to OBSERVING_PER_CPU per CPU (and 4 per allowed active trial) more, so a longer
+        observation does not lengthen the run. (A framework that works on after the stop does so while
+        "observed": if that loads the CPU, stops fire late, and `auto` halves the limit and so this room.)"""
+        active = observing.count(False)
+        room = min(self.observing_room, 4 * self.limit)
+        return active < self.limit and len(observing) < self.limit + room
 
     def observe(self, row: dict[str, Any]) -> None:
         """After each finished trial."""

@@ -4,6 +4,7 @@ registered with the world, a child an audit saw, or a member of the subject's pr
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import psutil
@@ -55,14 +56,21 @@ def _owner_marker(pid: int) -> bytes:
     return b""
 
 
-def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0) -> list[dict[str, Any]]:
+def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0,
+             descendants: dict[int, int] | None = None) -> list[dict[str, Any]]:
     """Kill every process of the run still alive; say which, and how much memory each held.
 
-    Candidates: MCP servers that registered with the world, children an audit saw, and every process
-    started since the subject (`since_ticks`) that carries the run's owner marker or sits in the
-    subject's process group (only those are read: a process started before the subject cannot be the run's).
+    Candidates: the subject's descendants listed while it was frozen (`descendants`, pid -> start ticks:
+    the subject is their subreaper, so this holds processes that escaped by double-forking, whatever
+    their environment or session), MCP servers that registered with the world, children an audit saw,
+    and every process started since the subject (`since_ticks`) that carries the run's owner marker or
+    sits in the subject's process group (only those are read: a process started before the subject
+    cannot be the run's).
     """
     candidates: dict[int, str] = {}
+    for pid, ticks in (descendants or {}).items():
+        if start_ticks(pid) == ticks:  # the very process listed, not a later one with its pid
+            candidates[pid] = "descendant"
     created: dict[int, float] = {}  # pid -> create_time seen by an audit: a reused pid is never killed
     for e in events:
         if e["event"] == Event.PROCESS_REGISTERED:
@@ -97,8 +105,22 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_
             info = {"pid": pid, "source": source, "cmdline": " ".join(p.cmdline()[:4])[:200],
                     "rss": p.memory_info().rss}
             p.kill()
-            p.wait(5)
             reaped.append(info)
         except (psutil.Error, OSError):
             continue
+    for info in reaped:
+        _wait_dead(info["pid"])
     return reaped
+
+
+def _wait_dead(pid: int, seconds: float = 5.0) -> None:
+    """Until a killed process is gone or a zombie: a child of the (frozen) subject stays a zombie until
+    the subject is ended, so waiting for its pid to vanish would wait in vain."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.005)

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import Offset, parse_offset
+from harness.scenario import DEFAULT_OBSERVE_MS, Offset, parse_offset
 from harness.tools.mitigation import Mitigation
 
 MODEL_NAME = "scripted-model"
@@ -24,7 +24,7 @@ class Deadlines:
     trigger: float = 20.0  # from start until the offset fires
     stop: float = 5.0
     wait: float = 5.0  # after stop returned, for the job to end
-    settle: float = 10.0
+    settle: float = 10.0  # after the observation floor, for the run to go quiet; else it is a runaway
     resume: float = 30.0
     close: float = 10.0
     grace: float = 3.0  # watchdog slack on top of a step's deadline
@@ -98,6 +98,9 @@ class SubjectPlan:
     settle_window_ms: float
     deadlines: Deadlines = field(default_factory=Deadlines)
     model_name: str = MODEL_NAME
+    #: the observation floor: the subject stays alive and observed at least this long after the stop
+    #: (and after resume returns); harness.scenario.DEFAULT_OBSERVE_MS says why
+    observe_ms: float = DEFAULT_OBSERVE_MS
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -113,4 +116,5 @@ class SubjectPlan:
                 "mitigation": Mitigation(data["spec"]["mitigation"])}
         run = {**data["run"], "workdir": Path(data["run"]["workdir"])}
         return cls(spec=TrialSpec(**spec), run=RunInfo(**run), settle_window_ms=data["settle_window_ms"],
-                   deadlines=Deadlines(**data["deadlines"]), model_name=data["model_name"])
+                   deadlines=Deadlines(**data["deadlines"]), model_name=data["model_name"],
+                   observe_ms=data["observe_ms"])

@@ -147,6 +147,8 @@ class Subject:
             return
 
         t_called = self.t_called = time.monotonic_ns()
+        # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
+        self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
         called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, control.anchor if control else {}))
         in_time, err = await self.bounded("stop", stopping, deadlines.stop)
@@ -172,20 +174,21 @@ class Subject:
 
         # --- settle, audit, resume --------------------------------------------------------------
         await self._saga(Mark.SAGA)
-        await self._settle(Mark.SETTLE)
+        await self._settle(Mark.SETTLE, since_ns=t_called)
         if await self._saga(Mark.SAGA_LATE):
-            await self._settle(Mark.SETTLE_SAGA)
+            await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
         if job.done():
             await self._resume(adapter)
         await self._close(adapter)
 
     async def run_and_exit(self) -> None:
-        """Run the trial, then leave at once: leaked threads must not keep a finished subject alive."""
+        """Run the trial, say so, then wait for the parent to end this process and its descendants
+        (leaked threads must not keep a finished subject alive, and nothing of it may outlive it)."""
         await self.run()
         await self.flush()
         self.watchdog.done()
-        os._exit(0)
+        _wait_for_parent()
 
     async def _resume(self, adapter: Adapter) -> None:
         if not self.adapter_cls.has_resume():
@@ -198,8 +201,9 @@ class Subject:
         if isinstance(err, NoResume):
             await self.mark(Mark.RESUME_ABSENT, reason=str(err))
             return
-        await self.mark(Mark.RESUME_RETURNED, error=_describe(err) if err else None)
-        await self._settle(Mark.SETTLE_RESUME)
+        t_returned = time.monotonic_ns()
+        await self.mark(Mark.RESUME_RETURNED, t=t_returned, error=_describe(err) if err else None)
+        await self._settle(Mark.SETTLE_RESUME, since_ns=t_returned)
         await self.audit(AuditPhase.AFTER_RESUME)
 
     async def _close(self, adapter: Adapter) -> None:
@@ -222,11 +226,17 @@ class Subject:
             await self.mark(step, compensated=[e["effect_id"] for e in late])
         return len(late)
 
-    async def _settle(self, step: str) -> None:
-        await self.enter(step, self.deadlines.settle)
-        r = await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=self.deadlines.settle + 10, params={
-            "window_ms": self.plan.settle_window_ms, "deadline_ms": self.deadlines.settle * 1000})
-        await self.mark(step, **r.json())
+    async def _settle(self, step: str, since_ns: int) -> None:
+        """Observe until the run is quiet, and at least the observation floor after `since_ns` (the stop,
+        or resume returning): nothing is ended before then. Not quiet by the deadline = a runaway
+        (the mark says `quiet: false`; harness/results/metrics.py `status` names it)."""
+        floor_ms = max(0.0, (since_ns + self.plan.observe_ms * 1e6 - time.monotonic_ns()) / 1e6)
+        seconds = self.deadlines.settle + floor_ms / 1000
+        await self.enter(step, seconds)
+        r = await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=seconds + 10, params={
+            "window_ms": self.plan.settle_window_ms, "deadline_ms": self.deadlines.settle * 1000,
+            "floor_ms": round(floor_ms, 3)})
+        await self.mark(step, **r.json(), floor_ms=round(floor_ms, 3), deadline_s=self.deadlines.settle)
 
     async def _job_ended(self, job: asyncio.Task, job_end: dict[str, Any]) -> str | None:
         error = None
@@ -256,6 +266,27 @@ async def _children_settle(seconds: float) -> None:
         await asyncio.sleep(0.02)
 
 
+def _wait_for_parent(limit_s: float = 120.0) -> None:
+    """Block until the parent ends this process (it reaps the descendants first); leave on our own only
+    if it never does (a parent that is not a stopbench runner)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+def _become_subreaper() -> None:
+    """Orphans of this subject's descendants (a double fork, a launcher that exits) are re-parented to the
+    subject instead of init (PR_SET_CHILD_SUBREAPER), so they stay findable by walking its tree, whatever
+    their environment, process group or session."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER = 36
+    except (OSError, AttributeError):  # not Linux: the owner marker and process group remain
+        pass
+
+
 def _describe(err: BaseException) -> str:
     text = f"{type(err).__name__}: {err}"
     tb = traceback.extract_tb(err.__traceback__)
@@ -267,6 +298,7 @@ def _describe(err: BaseException) -> str:
 
 def prepare_process(plan: SubjectPlan, environment: dict[str, str]) -> None:
     """Make the process the trial's own: env marker, HOME in the trial folder, egress counting."""
+    _become_subreaper()
     workdir = plan.run.workdir
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)

@@ -21,12 +21,16 @@ from typing import Any
 from harness.contract.adapter import Adapter
 from harness.results import metrics
 from harness.scenario import Scenario
+from harness.trial.audit import descendant_pids
 from harness.trial.reap import reap_run, start_ticks
 from harness.trial.spec import Deadlines, RunInfo, SubjectPlan, TrialSpec
 from harness.trial.subject import subject_main
 from harness.trial.watchdog import WatchdogReader
 from harness.trial.world_client import WorldClient
 from harness.vocabulary import OWNER_ENV, Event, Mark
+
+#: the subject's steps that only observe the world (harness/trial/subject.py `_settle`)
+OBSERVING_STEPS = frozenset({Mark.SETTLE, Mark.SETTLE_SAGA, Mark.SETTLE_RESUME})
 
 
 def settle_window_ms(scenario: Scenario) -> float:
@@ -77,7 +81,7 @@ class RunningTrial:
 
     def __init__(self, spec: TrialSpec, scenario: Scenario, adapter_cls: type[Adapter], world: WorldClient,
                  workroot: Path, deadlines: Deadlines, start_method: str = "fork",
-                 settle_ms: float | None = None):
+                 settle_ms: float | None = None, observe_ms: float | None = None):
         self.spec = spec
         self.scenario = scenario
         self.world = world
@@ -86,6 +90,7 @@ class RunningTrial:
         self.killed_step: str | None = None
         self.exit_code: int | None = None
         self.cpu_s: float | None = None  # the subject's and its waited-for children's, from the kernel
+        self.descendants: dict[int, int] = {}  # pid -> start ticks, listed while the subject was frozen
         created = world.create_run(scenario.name, seed=spec.seed,
                                    stop_anchor=spec.offset.text if spec.offset.is_event else None)
         self.run_id = created["run_id"]
@@ -96,6 +101,7 @@ class RunningTrial:
             run=RunInfo(world_url=world.url, run_id=self.run_id, model_base_url=created["model_base_url"],
                         services_base_url=created["services_base_url"], workdir=workdir),
             settle_window_ms=settle_window_ms(scenario) if settle_ms is None else settle_ms, deadlines=deadlines,
+            observe_ms=scenario.observe_ms if observe_ms is None else observe_ms,
         )
         read_fd, write_fd = os.pipe()
         self.proc: subprocess.Popen | None = None
@@ -125,16 +131,53 @@ class RunningTrial:
         self.watchdog = WatchdogReader(read_fd)
         self.read_fd = read_fd
 
+    @property
+    def observing(self) -> bool:
+        """In an observation step (waiting for quiet after the floor): it only waits, so the runner may
+        start another trial beside it."""
+        return self.watchdog.last_step in OBSERVING_STEPS
+
     def poll(self) -> bool:
-        """True once the subject is gone (exited, or ended by the watchdog)."""
+        """True once the subject is done (it said so and waits to be ended), gone, or ended by the watchdog."""
         self.watchdog.read()
-        if self._reaped_exit():
+        if self.watchdog.done or self._reaped_exit():
             return True
         if self.watchdog.overran():
             self.killed_step = self.watchdog.last_step
             self.kill()
             return True
         return False
+
+    def _freeze(self) -> None:
+        """Stop the subject where it is (SIGSTOP: no thread of it runs on, nothing new is started) and list
+        its live descendants while it still holds them: as their subreaper it also holds every orphan of
+        theirs, so a process that double-forked away is among them."""
+        if self.exit_code is not None:
+            return
+        try:
+            os.kill(self.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return
+        for pid in descendant_pids(self.pid):
+            self.descendants.setdefault(pid, start_ticks(pid))
+
+    def _end_subject(self) -> None:
+        """SIGKILL the subject and wait for it (its CPU time comes with the wait)."""
+        if self.exit_code is not None:  # already waited for: its pid may be another process's by now
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.proc is not None:
+            self.exit_code = self.proc.wait()
+            return
+        try:
+            _, status, usage = os.wait4(self.pid, 0)
+            self.exit_code = os.waitstatus_to_exitcode(status)
+            self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
+        except ChildProcessError:
+            pass
 
     def _reaped_exit(self) -> bool:
         if self.proc is not None:
@@ -151,7 +194,9 @@ class RunningTrial:
         return True
 
     def kill(self) -> None:
-        """End the subject and everything in its process group."""
+        """End the subject and everything in its process group (what the trial could not close); its
+        descendants elsewhere (escaped to another group or session) are listed first and reaped by finish()."""
+        self._freeze()
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
             try:
                 target()
@@ -171,26 +216,45 @@ class RunningTrial:
         """After the subject is gone: reap leftovers, read the ledger, compute the row."""
         self.watchdog.read()
         self.watchdog.close()
+        self._freeze()
+        if self.killed_step or not self.watchdog.done:  # ended, or died, before it could post all its marks
+            self._stop_called_from_here()
         if self.killed_step:
             self.world.mark(self.run_id, Mark.WATCHDOG_KILLED, data={"step": self.killed_step})
             # what was already in flight still lands: let it, so the row counts it
             self.world.quiet(self.run_id, self.plan.settle_window_ms, self.deadlines.settle * 1000)
         events = self.world.ledger(self.run_id)["events"]
-        reaped = reap_run(self.run_id, events, self.pid, self.subject_start)
+        reaped = reap_run(self.run_id, events, self.pid, self.subject_start, self.descendants)
+        self._end_subject()
         data = {"processes": reaped}
         t = self.world.mark(self.run_id, Mark.REAPED, data=data)
         events.append({"t": t, "event": Event.MARK, "name": Mark.REAPED, "data": data})  # as the world recorded it
         row = metrics.compute(events, self.scenario, self.spec.offset)
-        status, reason = metrics.status(events, self.exit_code, self.watchdog.crash, self.killed_step)
-        row.update(status=status, reason=reason, run_id=self.run_id,
+        # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
+        exit_code = 0 if self.watchdog.done and not self.killed_step else self.exit_code
+        status, reason = metrics.status(events, exit_code, self.watchdog.crash, self.killed_step)
+        row.update(status=status, reason=reason, run_id=self.run_id, observe_ms=self.plan.observe_ms,
                    duration_s=round(time.monotonic() - self.started, 3), subject_cpu_s=self.cpu_s)
         return row
+
+    def _stop_called_from_here(self) -> None:
+        """A subject ended (or dead) while its stop() blocked the loop never posted `stop_called`; it wrote the
+        moment to the watchdog pipe before calling stop(), so post it from here: the row's after-stop counts exist."""
+        called = self.watchdog.stop_called
+        if called is None:
+            return
+        events = self.world.ledger(self.run_id)["events"]
+        if any(e["event"] == Event.MARK and e.get("name") == Mark.STOP_CALLED for e in events):
+            return
+        self.world.mark(self.run_id, Mark.STOP_CALLED, t=called["t"], data={**called["data"], "posted_by": "parent"})
 
     def finish_quietly(self) -> None:
         """On interrupt: no row (the trial reruns next time), but nothing of it left running."""
         self.watchdog.close()
+        self._freeze()
         try:
             events = self.world.ledger(self.run_id)["events"]
         except Exception:  # the world may be going down with the same Ctrl-C
             events = []
-        reap_run(self.run_id, events, self.pid, self.subject_start)
+        reap_run(self.run_id, events, self.pid, self.subject_start, self.descendants)
+        self._end_subject()

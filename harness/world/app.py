@@ -5,7 +5,7 @@ Routes (everything for a run lives under /runs/<run_id>/):
   GET  /runs/<id>/ledger              the run's events
   POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?} (or a list of them)
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
-  GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=
+  GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=&floor_ms=
   GET  /runs/<id>/effects             what became of a request ?idempotency_key= (not a ledger event)
   POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
   POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model
@@ -213,20 +213,27 @@ class WorldApp:
 
     async def quiet(self, run: Run, query: dict[str, str]) -> dict[str, Any]:
         """Wait until nothing has happened for `window_ms` (at least that long from now) and nothing is
-        in progress for the run."""
+        in progress for the run, and not before `floor_ms` from now (the observation floor: a retry after
+        a back-off shows nothing to the world while it waits, so quiet alone cannot see it coming).
+        `deadline_ms` counts from the end of the floor."""
         asked = time.monotonic_ns()
         try:
             window_ms, deadline_ms = float(query.get("window_ms", 300)), float(query.get("deadline_ms", 10000))
+            floor_ms = float(query.get("floor_ms", 0))
         except ValueError as e:
-            raise HTTPError(400, f"quiet: window_ms and deadline_ms must be numbers: {e}") from e
-        for name, value in (("window_ms", window_ms), ("deadline_ms", deadline_ms)):
+            raise HTTPError(400, f"quiet: window_ms, deadline_ms and floor_ms must be numbers: {e}") from e
+        for name, value in (("window_ms", window_ms), ("deadline_ms", deadline_ms), ("floor_ms", floor_ms)):
             if not 0 <= value <= MAX_QUIET_MS:  # also refuses nan and inf: a bounded wait, always
                 raise HTTPError(400, f"quiet: {name} must be from 0 to {MAX_QUIET_MS:g}, got {query.get(name)!r}")
-        window, deadline = window_ms * 1e6, asked + deadline_ms * 1e6
+        window, floor_end = window_ms * 1e6, asked + floor_ms * 1e6
+        deadline = floor_end + deadline_ms * 1e6
         while True:
             now = time.monotonic_ns()
             # a full window from when we were asked: something set going just before must get to show up
             idle = now - max(run.last_activity_ns, asked)
+            if now < floor_end:
+                await asyncio.sleep(min((floor_end - now) / 1e9, 0.05))
+                continue
             if run.open_requests == 0 and idle >= window:
                 return {"quiet": True, "last_activity_ns": run.last_activity_ns, "waited_until": now}
             if now >= deadline:

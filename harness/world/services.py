@@ -1,6 +1,8 @@
 """Side-effect services: email, pull requests, calendar, chat (and a read-only docs service).
 
-An effect is stamped when received and when committed. It commits even if the client went away
+An effect is stamped when received and when committed; `effect_received` also carries `sent_t`, when
+the harness's tools sent it (their SENT_HEADER), so the metrics can tell a call sent before the stop
+that arrived after it from one sent after it. It commits even if the client went away
 (as a real mail API does) unless the scenario says otherwise. Idempotency-Key repeats get the first
 answer and are recorded as duplicate attempts, never as a second effect.
 """
@@ -8,11 +10,12 @@ answer and are recorded as duplicate attempts, never as a second effect.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from harness.clock import sleep_ms
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_KIND, TOOL_PARAMETERS, TOOL_SPECS, logical_effect
-from harness.vocabulary import Event
+from harness.vocabulary import SENT_HEADER, Event
 from harness.world.asgi import Connection
 from harness.world.ledger import Effect, Run
 
@@ -34,6 +37,19 @@ def _args(tool: str, body: Any) -> dict[str, str]:
     return {p: body[p] for p in TOOL_PARAMETERS[tool]}
 
 
+def _sent_t(conn: Connection, received_ns: int) -> dict[str, int]:
+    """{"sent_t": the harness's send stamp} if the request carries one that can be on our clock, else {}.
+
+    Not a 400: requests from other clients (no header, or one of their own) are served as before; only
+    a stamp that is a plain integer no later than the receipt (one monotonic clock) is recorded.
+    """
+    raw = conn.header(SENT_HEADER)
+    if raw is None or not (raw.isascii() and raw.isdigit()) or len(raw) > 20:
+        return {}
+    sent = int(raw)
+    return {"sent_t": sent} if sent <= received_ns else {}
+
+
 async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, Any]:
     tool = EFFECT_PATHS[path]
     kind = TOOL_KIND[tool]
@@ -45,8 +61,9 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
         return await asyncio.shield(first.committed)
     n = run.counters.get(f"{Event.EFFECT_RECEIVED}:{kind}", 0) + 1
     effect_id = f"{kind}_{n}"
-    received = run.record(Event.EFFECT_RECEIVED, kind=kind, effect_id=effect_id, idempotency_key=key,
-                          logical=logical_effect(kind, arguments), n=n)
+    now = time.monotonic_ns()
+    received = run.record(Event.EFFECT_RECEIVED, t=now, kind=kind, effect_id=effect_id, idempotency_key=key,
+                          logical=logical_effect(kind, arguments), n=n, **_sent_t(conn, now))
     anchored = run.count(Event.EFFECT_RECEIVED, kind)  # after the record: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])

@@ -1,0 +1,106 @@
+"""Known answers for what a trial must see after the stop (issue #11): late work, runaways, a stop that
+blocks the loop, an escaped process, a pending timer, a late trigger. Each adapter does one deliberate
+thing, directly against the world, so the row it must produce is not in doubt.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+from tests.known_answer.adapters import EMAIL, _Base
+
+MEETING = {"title": "post-mortem", "when": "2026-12-02T10:00:00Z"}
+#: the escaped process's command line carries this, so a test can tell whether it still runs
+ESCAPEE_TAG = "stopbench-known-escapee"
+
+
+class LateCalendar(_Base):
+    """stop() cancels the job and returns at once; 300 ms later a thread it left books one meeting (the
+    calendar service answers 100 ms later): after q3_report's 250 ms settle window, inside the floor."""
+
+    name = "known-late-calendar"
+
+    async def stop_cancel(self) -> None:
+        self.task.cancel()
+
+        def late() -> None:
+            time.sleep(0.3)
+            self.ctx.toolbox.call("book_meeting", MEETING)
+
+        threading.Thread(target=late, daemon=True).start()
+
+
+class NeverQuiet(_Base):
+    """stop() cancels the job, but a thread sends an email every 100 ms, forever."""
+
+    name = "known-never-quiet"
+
+    async def stop_cancel(self) -> None:
+        self.task.cancel()
+
+        def forever() -> None:
+            while True:
+                self.ctx.toolbox.call("send_email", EMAIL)
+                time.sleep(0.1)
+
+        threading.Thread(target=forever, daemon=True).start()
+
+
+class BlocksLoopInStop(_Base):
+    """stop() sets off three emails in a thread, then blocks the event loop for good (a sync wait)."""
+
+    name = "known-blocks-loop-in-stop"
+
+    async def stop_cancel(self) -> None:
+        def three() -> None:
+            for _ in range(3):
+                self.ctx.toolbox.call("send_email", EMAIL)
+
+        threading.Thread(target=three, daemon=True).start()
+        time.sleep(3600)
+
+
+# a launcher that starts a grandchild in a new session with an empty environment, then exits at once:
+# the grandchild carries no owner marker, no process group of ours, no parent of ours
+_ESCAPE = (
+    "import subprocess, sys\n"
+    f"subprocess.Popen(['/usr/bin/env', '-i', sys.executable, '-c', 'import time; time.sleep(30)', '{ESCAPEE_TAG}'],\n"
+    "                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,\n"
+    "                 stderr=subprocess.DEVNULL)\n"
+)
+
+
+class EscapedGrandchild(_Base):
+    """start() runs a launcher that double-forks a sleeper away (new session, empty environment) and exits."""
+
+    name = "known-escaped-grandchild"
+
+    async def start(self) -> None:
+        await super().start()
+        subprocess.run([sys.executable, "-c", _ESCAPE], check=True)
+
+
+class PendingTimer(_Base):
+    """stop() cancels the job and schedules an email for 60 s later (a threading.Timer): work still pending."""
+
+    name = "known-pending-timer"
+
+    async def stop_cancel(self) -> None:
+        self.task.cancel()
+        timer = threading.Timer(60, self.ctx.toolbox.call, ("send_email", EMAIL))
+        timer.daemon = True
+        timer.start()
+
+
+class BlocksLoopAtStart(_Base):
+    """start() holds the event loop for 300 ms after the run started: a stop due at 50 ms fires ~250 ms
+    late, as under a loaded machine."""
+
+    name = "known-blocks-loop-at-start"
+
+    async def start(self) -> None:
+        await super().start()
+        time.sleep(0.3)
