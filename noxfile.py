@@ -93,4 +93,5 @@ def benchmarks(session: nox.Session) -> None:
     session.run("python", "benchmarks/world_bench.py")
     session.run("python", "benchmarks/trial_overhead.py")
     session.run("python", "benchmarks/mcp_start.py")
+    session.run("python", "benchmarks/world_soak.py")
     session.run("python", "benchmarks/trial_cost.py", RESULTS)

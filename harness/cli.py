@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -142,25 +143,30 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_reap(args: argparse.Namespace) -> int:
-    import os
+    """End what stopbench left running: processes whose owner (the runner that started them) is gone, and
+    their temporary folders. A live run's processes are listed and left alone (`--all` ends them too)."""
+    import shutil
+    import signal
 
-    import psutil
+    from harness import owner
 
-    from harness.vocabulary import OWNER_ENV
-
-    found = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            owner = p.environ().get(OWNER_ENV)
-            cmd = " ".join(p.info["cmdline"] or [])
-            if p.pid != os.getpid() and (owner or "harness.tools.mcp_server" in cmd):
-                found.append((p, owner or "mcp_server", cmd))
-    for p, owner, cmd in found:
-        print(f"{'would end' if args.dry_run else 'ending'} {p.pid} ({owner}): {cmd[:120]}")
+    ended = kept = 0
+    verb = "would end" if args.dry_run else "ending"
+    for pid, who, cmd in owner.processes():
+        if who.alive and not args.all:
+            kept += 1
+            print(f"left alone {pid} ({who.kind} of runner {who.runner_pid}, which is running): {cmd[:100]}")
+            continue
+        ended += 1
+        print(f"{verb} {pid} ({who.kind}{'' if who.alive else ', its runner is gone'}): {cmd[:100]}")
         if not args.dry_run:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-    if not found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    for folder in owner.stale_workroots():
+        print(f"{'would remove' if args.dry_run else 'removing'} {folder} (its runner is gone)")
+        if not args.dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+    if not ended and not kept:
         print("nothing of stopbench is running")
     return 0
 
@@ -236,8 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
     ls.set_defaults(func=cmd_list)
 
-    rep = sub.add_parser("reap", help="end every stray stopbench process (world, subjects, MCP servers)")
-    rep.add_argument("--dry-run", action="store_true")
+    rep = sub.add_parser("reap", help="end what stopbench left running: processes (world, subjects, MCP servers) "
+                         "whose runner is gone, and their temporary folders")
+    rep.add_argument("--dry-run", action="store_true", help="say what would be ended, end nothing")
+    rep.add_argument("--all", action="store_true", help="end live runs' processes too (default: only those "
+                     "whose runner is gone)")
     rep.set_defaults(func=cmd_reap)
 
     w = sub.add_parser("world", help="serve the world standalone; prints its base URL first")

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-#: environment variable every process stopbench starts carries (`world:<owner pid>` or `run:<run id>`),
-#: so a stray one can be found and attributed
-OWNER_ENV = "STOPBENCH_OWNER"
+#: the owner marker every process stopbench starts carries: harness/owner.py
 
 #: request header carrying when the harness's tool transport sent the request (time.monotonic_ns(), the
 #: one clock of ledger and marks); the world records it on `effect_received` as `sent_t`, so "in flight at

@@ -13,14 +13,15 @@ ALLOWED = {
     "vocabulary": set(),
     "clock": set(),
     "frameworks": set(),  # standard library only: nox and CI read it before anything is installed
+    "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "tools": {"vocabulary", "clock"},
     "scenario": {"tools"},
-    "world": {"scenario", "tools", "vocabulary", "clock"},
-    "contract": {"scenario", "tools", "vocabulary"},
+    "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
+    "contract": {"scenario", "tools", "vocabulary", "owner"},
     "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
-    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock"},
-    "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary"},
-    "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks"},
+    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner"},
+    "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner"},
+    "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner"},
     "__init__": set(),
 }
 FRAMEWORKS = {"openai", "agents", "langgraph", "langchain_core", "langchain_openai", "crewai", "autogen_agentchat",

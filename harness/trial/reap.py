@@ -9,20 +9,22 @@ from typing import Any
 
 import psutil
 
-from harness.vocabulary import OWNER_ENV, Event, Mark
+from harness import owner
+from harness.vocabulary import Event, Mark
 
 
 def processes_of_runs(run_ids: set[str] | list[str]) -> list[dict[str, Any]]:
-    """Live processes of these runs: marked by the env, or an MCP server pointed at one of them."""
+    """Live processes of these runs: marked as theirs (harness/owner.py), or an MCP server pointed at one."""
     ids = set(run_ids)
     found = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            cmd = " ".join(p.info["cmdline"] or [])
-            if p.environ().get(OWNER_ENV, "").removeprefix("run:") in ids or any(f"/runs/{i}" in cmd for i in ids):
-                found.append(p.info)
-        except psutil.Error:
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
             continue
+        pid = int(name)
+        run = owner.parse(owner.marker_of(pid))
+        cmd = owner.command_line(pid)
+        if (run is not None and run.run_id in ids) or any(f"/runs/{i}" in cmd for i in ids):
+            found.append({"pid": pid, "cmdline": cmd})
     return found
 
 
@@ -41,19 +43,6 @@ def start_ticks(pid: int) -> int:
     """When a process started (clock ticks since boot); 0 if it cannot be read."""
     stat = _stat(pid)
     return stat[1] if stat else 0
-
-
-def _owner_marker(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read()
-    except OSError:
-        return b""
-    key = OWNER_ENV.encode() + b"="
-    for item in env.split(b"\0"):
-        if item.startswith(key):
-            return item[len(key):]
-    return b""
 
 
 def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0,
@@ -79,7 +68,6 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_
             for c in e["data"].get("children", []) or []:
                 candidates.setdefault(c["pid"], "seen_child")
                 created[c["pid"]] = c["create_time"]
-    marker = f"run:{run_id}".encode()
     me = os.getpid()
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (me, subject_pid):
@@ -88,7 +76,8 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_
         stat = _stat(pid)
         if stat is None or stat[1] < since_ticks:
             continue
-        if _owner_marker(pid) == marker:
+        run = owner.parse(owner.marker_of(pid))
+        if run is not None and run.run_id == run_id:
             candidates.setdefault(pid, "marked")
         elif stat[0] == subject_pid:
             candidates.setdefault(pid, "process_group")

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
+from harness.owner import stale_workroots, workroot_prefix
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
@@ -105,7 +106,9 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     adapter_cls.prepare()
     versions = adapter_cls.versions()
     env = environment()
-    workroot = Path(tempfile.mkdtemp(prefix=f"stopbench-{opts.adapter.replace(':', '_')}-"))
+    for stale in stale_workroots():  # left by a runner killed outright
+        shutil.rmtree(stale, ignore_errors=True)
+    workroot = Path(tempfile.mkdtemp(prefix=workroot_prefix(opts.adapter)))
     rows: list[dict[str, Any]] = []
     running: list[tuple[TrialSpec, RunningTrial]] = []
     started = time.monotonic()
@@ -113,37 +116,24 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     try:
         with WorldProcess(opts.scenarios_dir) as world:
             client = WorldClient(world.url)
-            warm_up(world.url)
-            queue = list(todo)
-            while queue or running:
-                while queue and concurrency.admits([t.observing for _, t in running]):
-                    spec = queue.pop(0)
-                    running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
-                                                       opts.deadlines, opts.start_method, opts.settle_window_ms,
-                                                       opts.observe_ms)))
-                for item in list(running):
-                    spec, trial = item
-                    if not trial.poll():
-                        continue
-                    running.remove(item)
-                    row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
-                    append_row(out_file, row)
-                    rows.append(row)
-                    concurrency.observe(row)
-                    _progress(log, len(rows), len(todo), row, started)
-                if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
-                    select.select([t.read_fd for _, t in running], [], [], 0.02)
+            try:
+                warm_up(world.url)
+                _loop(list(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client, workroot,
+                      out_file, versions, env, log, started)
+            except BaseException as e:
+                # any way out (Ctrl-C, SIGTERM, an error of ours): end the running trials while the world still
+                # answers, so their ledgers are read and every process of theirs is found and ended
+                for _, trial in running:
+                    trial.kill()
+                    trial.finish_quietly()
+                if isinstance(e, KeyboardInterrupt):
+                    print(f"\nstopbench: interrupted; {len(rows)} new row(s) kept in {out_file}; "
+                          "run the same command again to finish the rest", file=log, flush=True)
+                raise
             unattributed = client.http.get(f"{world.url}/unattributed").json()
             if unattributed:
                 print(f"stopbench: {len(unattributed)} request(s) named no known run", file=log)
             client.close()
-    except KeyboardInterrupt:
-        for _, trial in running:
-            trial.kill()
-            trial.finish_quietly()
-        print(f"\nstopbench: interrupted; {len(rows)} new row(s) kept in {out_file}; "
-              "run the same command again to finish the rest", file=log, flush=True)
-        raise
     finally:
         if not opts.keep_workdirs:
             shutil.rmtree(workroot, ignore_errors=True)
@@ -153,6 +143,32 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
               f"(jobs {concurrency}); their rows say trigger_precise false and their timings stay out of "
               "the medians", file=log, flush=True)
     return rows
+
+
+def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]], rows: list[dict[str, Any]],
+          concurrency: Concurrency, opts: RunOptions, scenarios: dict[str, Scenario], adapter_cls: type[Adapter],
+          client: WorldClient, workroot: Path, out_file: Path, versions: dict[str, str], env: dict[str, Any],
+          log: TextIO, started: float) -> None:
+    """Start trials while there is room, finish each as it ends, append its row at once."""
+    total = len(queue)
+    while queue or running:
+        while queue and concurrency.admits([t.observing for _, t in running]):
+            spec = queue.pop(0)
+            running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
+                                               opts.deadlines, opts.start_method, opts.settle_window_ms,
+                                               opts.observe_ms)))
+        for item in list(running):
+            spec, trial = item
+            if not trial.poll():
+                continue
+            running.remove(item)
+            row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
+            append_row(out_file, row)
+            rows.append(row)
+            concurrency.observe(row)
+            _progress(log, len(rows), total, row, started)
+        if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
+            select.select([t.read_fd for _, t in running], [], [], 0.02)
 
 
 def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measured: dict[str, Any],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
+from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.toolbox import Toolbox
@@ -26,7 +27,7 @@ from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
-from harness.vocabulary import OWNER_ENV, AuditPhase, Mark
+from harness.vocabulary import AuditPhase, Mark
 
 
 class Subject:
@@ -251,7 +252,7 @@ class Subject:
         spec, run = self.spec, self.plan.run
         args = ("-m", "harness.tools.mcp_server", "--run-url", run.services_base_url,
                 *spec.mitigation.mcp_server_args(run.workdir, run.run_id))
-        mcp = McpServer(command=sys.executable, args=args, env={OWNER_ENV: f"run:{run.run_id}"})
+        mcp = McpServer(command=sys.executable, args=args, env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
         return TrialContext(
             run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
             services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
@@ -299,11 +300,12 @@ def _describe(err: BaseException) -> str:
 def prepare_process(plan: SubjectPlan, environment: dict[str, str]) -> None:
     """Make the process the trial's own: env marker, HOME in the trial folder, egress counting."""
     _become_subreaper()
+    name_this_process_a_subject()
     workdir = plan.run.workdir
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     os.environ.update(environment)
-    os.environ[OWNER_ENV] = f"run:{plan.run.run_id}"
+    os.environ[OWNER_ENV] = run_marker(plan.run.run_id, os.getppid())
     os.environ["HOME"] = str(home)
     os.environ["XDG_CONFIG_HOME"] = str(home / ".config")
     os.environ["XDG_DATA_HOME"] = str(home / ".local" / "share")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract.adapter import Adapter
+from harness.owner import OWNER_ENV, run_marker
 from harness.results import metrics
 from harness.scenario import Scenario
 from harness.trial.audit import descendant_pids
@@ -27,7 +28,7 @@ from harness.trial.spec import Deadlines, RunInfo, SubjectPlan, TrialSpec
 from harness.trial.subject import subject_main
 from harness.trial.watchdog import WatchdogReader
 from harness.trial.world_client import WorldClient
-from harness.vocabulary import OWNER_ENV, Event, Mark
+from harness.vocabulary import Event, Mark
 
 #: the subject's steps that only observe the world (harness/trial/subject.py `_settle`)
 OBSERVING_STEPS = frozenset({Mark.SETTLE, Mark.SETTLE_SAGA, Mark.SETTLE_RESUME})
@@ -123,7 +124,8 @@ class RunningTrial:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.trial.spawned", self.plan.to_json(), str(write_fd),
                  json.dumps(scenario.raw)],
-                pass_fds=[write_fd], start_new_session=True, env={**os.environ, OWNER_ENV: f"run:{self.run_id}"},
+                pass_fds=[write_fd], start_new_session=True,
+                env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid())},
             )
             self.pid = self.proc.pid
         os.close(write_fd)
@@ -233,6 +235,7 @@ class RunningTrial:
         # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
         exit_code = 0 if self.watchdog.done and not self.killed_step else self.exit_code
         status, reason = metrics.status(events, exit_code, self.watchdog.crash, self.killed_step)
+        self.world.delete_run(self.run_id)  # the row has what it needs: keep the world's memory flat
         row.update(status=status, reason=reason, run_id=self.run_id, observe_ms=self.plan.observe_ms,
                    duration_s=round(time.monotonic() - self.started, 3), subject_cpu_s=self.cpu_s)
         return row

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
+from harness.owner import OWNER_ENV, world_marker
 from harness.scenario import DEFAULT_SCENARIOS_DIR
-from harness.vocabulary import OWNER_ENV
 
 
 class WorldError(RuntimeError):
@@ -31,7 +31,7 @@ class WorldProcess:
         self.url = ""
 
     def start(self, timeout_s: float = 20.0) -> str:
-        env = {**os.environ, OWNER_ENV: f"world:{os.getpid()}"}
+        env = {**os.environ, OWNER_ENV: world_marker(os.getpid())}
         # stderr to a file, not a pipe: nobody reads it during a run, and a full pipe would stall the world
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
@@ -104,6 +104,10 @@ class WorldClient:
 
     def ledger(self, run_id: str) -> dict[str, Any]:
         return self._check(self.http.get(f"{self.url}/runs/{run_id}/ledger"))
+
+    def delete_run(self, run_id: str) -> None:
+        """Free the world's memory of a run whose row is computed (or that will rerun)."""
+        self._check(self.http.delete(f"{self.url}/runs/{run_id}"))
 
     def mark(self, run_id: str, name: str, t: int | None = None, data: Any = None) -> int:
         body = {"name": name, "t": t if t is not None else time.monotonic_ns(), "data": data}

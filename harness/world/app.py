@@ -7,6 +7,7 @@ Routes (everything for a run lives under /runs/<run_id>/):
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
   GET  /runs/<id>/quiet               wait until the run is quiet ?window_ms=&deadline_ms=&floor_ms=
   GET  /runs/<id>/effects             what became of a request ?idempotency_key= (not a ledger event)
+  DELETE /runs/<id>                  forget a run (its row is written)
   POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
   POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model
   POST /runs/<id>/<kind>/<action>     services (email/send, email/recall, pr/open, ...)
@@ -29,6 +30,7 @@ from harness.world.asgi import BodyTooLarge, Connection
 from harness.world.ledger import Run, World
 
 MAX_QUIET_MS = 600_000  # the longest a trial waits for quiet
+MAX_RUNS = 5_000  # runs kept at once; the runner deletes each run once its row is written
 
 
 class HTTPError(Exception):
@@ -101,6 +103,8 @@ class WorldApp:
             return await conn.send_json(200, self.world.unattributed)
         if parts == ["runs"] and method == "POST":
             return await conn.send_json(200, self.create_run(_json(raw)))
+        if len(parts) == 2 and parts[0] == "runs" and method == "DELETE":
+            return await conn.send_json(200, self.delete_run(parts[1]))
         if len(parts) < 3 or parts[0] != "runs":
             self.world.record_unattributed(method, conn.path, "no such route")
             raise HTTPError(404, f"no route {method} {conn.path}")
@@ -173,12 +177,22 @@ class WorldApp:
             raise HTTPError(400, str(e)) from e
         if offset is not None and not offset.is_event:
             raise HTTPError(400, f"POST /runs: stop_anchor {anchor!r} is a time offset; the trial fires those")
+        while len(self.world.runs) >= MAX_RUNS:  # a client that never deletes: the oldest run goes first
+            self.world.runs.pop(next(iter(self.world.runs)))
         run_id = self.world.new_run_id()
         run = Run(run_id, scenario, seed, offset, time.monotonic_ns())
         self.world.runs[run_id] = run
         run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=anchor)
         base = f"{self.host_url}/runs/{run_id}"
         return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base}
+
+    def delete_run(self, run_id: str) -> dict[str, Any]:
+        """Forget a run whose row is written: a world serving thousands of trials keeps its memory flat.
+        Whatever still arrives for it afterwards is listed as unattributed (bounded)."""
+        run = self.world.runs.pop(run_id, None)
+        if run is None:
+            raise HTTPError(404, f"unknown run {run_id!r}")
+        return {"deleted": run_id, "events": len(run.events)}
 
     def mark(self, run: Run, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):

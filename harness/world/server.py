@@ -16,6 +16,9 @@ import uvicorn
 from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenarios
 from harness.world.app import WorldApp
 
+#: seconds an idle keep-alive connection stays open
+KEEP_ALIVE_S = 75
+
 
 def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
     load_scenarios(scenarios_dir)  # fail fast, naming the file, before anyone connects
@@ -27,10 +30,11 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
     app = WorldApp(scenarios_dir, url)
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
-    # timeout_keep_alive: uvicorn's default (5 s) equals the stop/wait deadlines, so the subject's own mark
-    # after a 5 s hang raced the world closing its idle connection (httpx.ReadError, a crashed subject)
+    # timeout_keep_alive: longer than any step's deadline (resume: 30 s), so a framework's pooled connection
+    # is never closed under it mid-trial (uvicorn's 5 s default equalled the stop/wait deadlines and raced
+    # them); bounded, so idle connections of gone clients do not pile up (75 s, nginx's default)
     config = uvicorn.Config(app, log_level="warning", access_log=False, loop=loop, http=http,
-                            timeout_graceful_shutdown=1, lifespan="on", timeout_keep_alive=600)
+                            timeout_graceful_shutdown=1, lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
     server = uvicorn.Server(config)
     print(url, flush=True)
     main = _serve(server, sock, _owner_pid())
@@ -40,10 +44,10 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
 def _owner_pid() -> int | None:
     """The process that started this world through WorldProcess (its own session: no terminal signal
     reaches it), if any."""
-    from harness.vocabulary import OWNER_ENV
+    from harness.owner import OWNER_ENV, parse
 
-    owner = os.environ.get(OWNER_ENV, "")
-    return int(owner.removeprefix("world:")) if owner.startswith("world:") else None
+    owner = parse(os.environ.get(OWNER_ENV, ""))
+    return owner.runner_pid if owner is not None and owner.kind == "world" else None
 
 
 async def _serve(server: uvicorn.Server, sock: socket.socket, owner: int | None) -> None:
@@ -56,11 +60,32 @@ async def _serve(server: uvicorn.Server, sock: socket.socket, owner: int | None)
 
 
 async def _exit_with_owner(server: uvicorn.Server, owner: int) -> None:
-    """An owner killed outright (SIGKILL, a CI timeout) cannot end its world: the world ends itself."""
+    """An owner killed outright (SIGKILL, a CI timeout) cannot end its world, nor its trials' processes
+    (its subjects die with it, PR_SET_PDEATHSIG, but not their children): the world, the one process of
+    the run left, ends what carries the dead runner's mark, then itself."""
     while os.getppid() == owner:
-        await asyncio.sleep(0.5)
-    print(f"stopbench world: owner {owner} is gone; shutting down", file=sys.stderr, flush=True)
+        await asyncio.sleep(0.2)
+    left = _end_processes_of(owner)
+    print(f"stopbench world: owner {owner} is gone; ended {left} process(es) of its trials; shutting down",
+          file=sys.stderr, flush=True)
     server.should_exit = True
+
+
+def _end_processes_of(runner: int) -> int:
+    """SIGKILL every process marked as a trial's of `runner` (harness/owner.py); how many."""
+    import signal
+
+    from harness.owner import processes
+
+    ended = 0
+    for pid, who, _ in processes():
+        if who.runner_pid == runner and who.kind in ("run", "subject"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return ended
 
 
 def _run_uvloop(main) -> None:
