@@ -60,6 +60,7 @@ def row(mode: str = "token", offset: str = "on:effect_received:email", status: s
 
 
 FAILED = "stop: AttributeError: 'coroutine' object has no attribute 'cancel' (at _cancellation_token.py:42)"
+RUNAWAY = "'{step}': the run was not quiet 5s after the observation floor"  # as metrics.status says it
 NOT_MEASURED = {"resume_ok": None, "resume_llm_replays": None, "resume_duplicate_effects": None}
 
 
@@ -68,7 +69,7 @@ def test_hung_failed_and_runaway_trials_did_not_abort_and_are_named():
             row(status="hung", reason="'stop' overran 5.0s", **NOT_MEASURED),
             row(status="hung", reason="watchdog ended the subject during 'stop'", **NOT_MEASURED),
             row(status="failed", reason=FAILED, resume_llm_replays=2),  # stop raised; resume ran after it
-            row(status="runaway", reason="not quiet 5s after the observation floor ('settle'; 1 request(s) open)"),
+            row(status="runaway", reason=RUNAWAY.format(step="settle")),
             row(status="skipped", reason="the job ended before the stop offset", llm_requests_after_stop=3),
             row(offset="at:150ms", status="hung", reason="'wait' overran 5.0s: the job did not end", **NOT_MEASURED)]
     df = pd.DataFrame(rows)
@@ -80,8 +81,8 @@ def test_hung_failed_and_runaway_trials_did_not_abort_and_are_named():
     assert verdict == "partly"
     assert why == ("modes that aborted at every event anchor: none; event trials that hung or failed (did not "
                    "abort): token 4/6 (2 hung in stop ('stop' overran 5.0s), 1 failed in stop (AttributeError: "
-                   "'coroutine' object has no attribute 'cancel'), 1 runaway in settle (not quiet 5s after the "
-                   "observation floor ('settle'; 1 request(s) open))); resume reached the end in 4/4 trials")
+                   "'coroutine' object has no attribute 'cancel'), 1 runaway in settle (the run was not quiet 5s after "
+                   "the observation floor)); resume reached the end in 4/4 trials")
     running = judge({**claim, "rule": "keeps_running"}, df)
     assert running[0] == "partly" and running[1].startswith("5/7 trials kept generating tokens")
     assert "counted among them, as not stopped: 2 hung in stop" in running[1]
@@ -124,3 +125,16 @@ def test_a_saga_trial_that_hung_before_its_saga_ran_did_not_close_the_leak():
     assert why.startswith("1/2 leaking cells had 0 leaked with saga; still leaking: fw/token/q3_report/"
                           "on:llm_request:2/async")
     assert why.endswith("saga trials that went wrong before the saga ran: 1 hung in stop ('stop' overran 5.0s)")
+
+
+def test_a_runaway_after_resume_is_read_by_what_it_measured_but_one_after_the_stop_did_not_abort():
+    from harness.results.metrics import status
+
+    after_resume = status([{"t": 1, "event": "mark", "name": "settle_resume", "data": {"quiet": False,
+                                                                                       "deadline_s": 5}},
+                           {"t": 0, "event": "mark", "name": "stop_returned", "data": None}], 0, None, None)
+    assert after_resume == ("runaway", RUNAWAY.format(step="settle_resume"))
+    df = pd.DataFrame([row(), row(status="runaway", reason=after_resume[1])])
+    assert capability_row(df)["can abort"] == "yes"
+    df = pd.DataFrame([row(), row(status="runaway", reason=RUNAWAY.format(step="settle"))])
+    assert capability_row(df)["can abort"] == "no (1/2: 1 runaway in settle)"

@@ -69,8 +69,9 @@ def cancel_tax(df, table: dict[str, float] | None = None):
 
 #: the trial steps after the stop phase: a trial that went wrong only there had its stop measured in full
 AFTER_STOP_STEPS = frozenset({"resume", "settle_resume", "close"})
-# the step in a reason: `'stop' overran 5s`, `... during 'stop'`, `... ('settle'; ...)`, `stop: Error ...`
-_STEP = re.compile(r"^'(\w+)' overran|during '(\w+)'|\('(\w+)'[;)]|^(\w+): ")
+# the step in a reason (harness/results/metrics.py `status` writes them): `'stop' overran 5s`,
+# `... during 'stop'`, `'settle_resume': the run was not quiet ...` (runaway), `stop: Error ...`
+_STEP = re.compile(r"^'(\w+)' overran|during '(\w+)'|^'(\w+)': |\('(\w+)'[;)]|^(\w+): ")
 
 
 def _step(reason: Any) -> str | None:
@@ -135,7 +136,7 @@ def _short(reason: Any) -> str:
     """A reason without its step prefix and source location, at most 80 characters."""
     if not isinstance(reason, str):
         return ""
-    text = re.sub(r"^\w+: ", "", re.sub(r" \(at [^)]*\)$", "", reason))
+    text = re.sub(r"^'?\w+'?: ", "", re.sub(r" \(at [^)]*\)$", "", reason))
     return textwrap.shorten(text, 80, placeholder="...")
 
 
