@@ -54,7 +54,7 @@ def test_jobs_auto_adds_trials_while_there_is_room_and_halves_when_a_stop_is_lat
     for _ in range(10):
         auto.observe({"trigger_delay_ms": 0.3})
     assert auto.limit == 8  # the ceiling: 4 per core
-    auto.observe({"trigger_delay_ms": 25.0})
+    auto.observe({"trigger_delay_ms": 25.0, "offset_kind": "event"})
     assert auto.limit == 4 and auto.late == 1
     cpu["percent"] = 97.0
     auto.observe({"trigger_delay_ms": 0.2})
@@ -68,3 +68,28 @@ def test_jobs_auto_adds_trials_while_there_is_room_and_halves_when_a_stop_is_lat
 def test_a_bad_jobs_value_is_a_clear_error(bad, capsys, tmp_path):
     assert main(["run", "--adapter", "reference", "--jobs", bad, "--out", str(tmp_path)]) == 2
     assert f"--jobs {bad!r}" in capsys.readouterr().err
+
+
+def test_a_time_offset_trial_starts_on_a_quiet_machine_and_nothing_starts_before_its_stop():
+    from harness.trial.concurrency import Concurrency, Slot
+
+    c = Concurrency(jobs=4)
+    at_work, observing = Slot(False, False), Slot(True, False)
+    timed_waiting = Slot(False, True)
+    assert c.pick([True, False], []) == 0  # nothing running: the time-offset trial goes first
+    assert c.pick([True, False], [at_work]) == 1  # a trial at work: an event-anchored one goes instead
+    assert c.pick([True, True], [at_work]) is None  # only time-offset ones left: wait for a quiet machine
+    assert c.pick([True, False], [observing, observing]) == 0  # observing trials use no CPU
+    assert c.pick([False, False], [timed_waiting]) is None  # nothing new until that stop has fired
+    assert c.pick([False], [at_work] * 4) is None  # the limit holds
+
+
+def test_auto_concurrency_halves_on_late_event_stops_only():
+    from harness.trial.concurrency import Concurrency
+
+    c = Concurrency(jobs=None)
+    c.limit = 4
+    c.observe({"trigger_delay_ms": 400.0, "offset_kind": "time"})  # a slow start(), not the harness
+    assert c.limit >= 4 and c.late == 1
+    c.observe({"trigger_delay_ms": 40.0, "offset_kind": "event"})
+    assert c.limit == 2 and c.late == 2

@@ -9,6 +9,7 @@ fire on time, and halves the number when a stop fires late: event-anchored count
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import psutil
@@ -18,6 +19,14 @@ from harness.clock import TRIGGER_TOLERANCE_MS
 CPU_ROOM = 85.0  # add a trial while the machine's CPU is below this percentage
 #: trials that only observe, beside the limit, per CPU (each is a forked subject: memory, not CPU)
 OBSERVING_PER_CPU = 8
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What the runner knows of a running trial, for deciding what starts next."""
+
+    observing: bool  # only observing (after the stop): uses no CPU
+    timed_before_stop: bool  # a time-offset trial whose stop has not fired yet
 
 
 class Concurrency:
@@ -42,14 +51,28 @@ class Concurrency:
         room = min(self.observing_room, 4 * self.limit)
         return active < self.limit and len(observing) < self.limit + room
 
+    def pick(self, timed: list[bool], running: list[Slot]) -> int | None:
+        """Which queued trial to start now (its index; `timed`: its stop fires at a time offset), or None.
+
+        A stop at a time offset must fire on a quiet machine (an event anchor freezes the world until the
+        stop, a time offset cannot): a time-offset trial starts only when no other trial is at work, and
+        nothing new starts until its stop has fired. Event-anchored trials fill the machine meanwhile,
+        so time-offset trials may run later than their place in the queue; rows do not depend on order."""
+        if any(r.timed_before_stop for r in running) or not self.admits([r.observing for r in running]):
+            return None
+        at_work = sum(not r.observing for r in running)
+        return next((i for i, t in enumerate(timed) if not t or at_work == 0), None)
+
     def observe(self, row: dict[str, Any]) -> None:
-        """After each finished trial."""
+        """After each finished trial. A late event-anchored stop is the harness's own lateness (the world's
+        push to the subject's loop): `auto` halves the limit. A time-offset stop is late also when the
+        adapter's start() took longer than the offset, which fewer trials would not change."""
         delay = row.get("trigger_delay_ms")
         late = delay is not None and delay > TRIGGER_TOLERANCE_MS
         self.late += late
         if not self.auto:
             return
-        if late:
+        if late and row.get("offset_kind") == "event":
             self.limit = max(1, self.limit // 2)
         elif psutil.cpu_percent(None) < CPU_ROOM:
             self.limit = min(self.ceiling, self.limit + 1)

@@ -152,8 +152,11 @@ def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]],
     """Start trials while there is room, finish each as it ends, append its row at once."""
     total = len(queue)
     while queue or running:
-        while queue and concurrency.admits([t.observing for _, t in running]):
-            spec = queue.pop(0)
+        while queue:
+            index = concurrency.pick([not s.offset.is_event for s in queue], [t.slot for _, t in running])
+            if index is None:
+                break
+            spec = queue.pop(index)
             running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
                                                opts.deadlines, opts.start_method, opts.settle_window_ms,
                                                opts.observe_ms)))

@@ -23,6 +23,7 @@ from harness.owner import OWNER_ENV, run_marker
 from harness.results import metrics
 from harness.scenario import Scenario
 from harness.trial.audit import descendant_pids
+from harness.trial.concurrency import Slot
 from harness.trial.reap import reap_run, start_ticks
 from harness.trial.spec import Deadlines, RunInfo, SubjectPlan, TrialSpec
 from harness.trial.subject import subject_main
@@ -138,6 +139,12 @@ class RunningTrial:
         """In an observation step (waiting for quiet after the floor): it only waits, so the runner may
         start another trial beside it."""
         return self.watchdog.last_step in OBSERVING_STEPS
+
+    @property
+    def slot(self) -> Slot:
+        """For the runner's choice of what starts next (harness/trial/concurrency.py)."""
+        before_stop = self.watchdog.stop_called is None and not self.watchdog.done and self.exit_code is None
+        return Slot(observing=self.observing, timed_before_stop=not self.spec.offset.is_event and before_stop)
 
     def poll(self) -> bool:
         """True once the subject is done (it said so and waits to be ended), gone, or ended by the watchdog."""
