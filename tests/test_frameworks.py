@@ -43,7 +43,8 @@ def test_a_new_folder_is_a_nox_session_a_test_suite_and_a_ci_job(tree: Path):
     assert "tests(suite='zz-throwaway')" in listing
     assert frameworks.test_suites(tree)[-1] == "zz-throwaway"
     matrix = json.loads(_python(tree, "-m", "harness.frameworks", "matrix"))
-    assert matrix["adapter"] == ["autogen", "crewai", "langgraph", "openai-agents", "reference", "zz-throwaway"]
+    folders = sorted(p.name.replace("_", "-") for p in (ROOT / "adapters").iterdir() if (p / "framework.toml").exists())
+    assert matrix["adapter"] == [*folders, "zz-throwaway"]  # every framework folder, and the new one last
     fw = {f.name: f for f in frameworks.discover(tree)}["zz-throwaway"]
     assert fw.install_args() == ["zz-throwaway-framework==1.0"]  # no constraints.txt in the folder
 

@@ -1,0 +1,178 @@
+"""LlamaIndex Workflows: a `FunctionAgent` (llama-index-core's agent on llama-index-workflows), run and stopped the
+way the docs show.
+
+The agent is the one of the docs' agent tutorial (framework/understanding/agent): `FunctionAgent(tools=...,
+llm=..., system_prompt=...)` streaming its events; the model is `OpenAILike` pointed at the world (the plain
+`OpenAI` class refuses a model name it does not know). The job is the application's loop of the streaming docs,
+`handler = agent.run(user_msg=...)`, `async for ev in handler.stream_events()`, then `await handler`; for
+`task_cancel`, an asyncio task awaiting the handler.
+
+Stop buttons, each returning when the application's call has returned or raised:
+- cancel_run:  `await handler.cancel_run()` (workflows/handler.py; the run ends with `WorkflowCancelledByUser`).
+- break:       leave the `stream_events()` loop at the next event.
+- task_cancel: `task.cancel()` on the task awaiting the handler.
+Then the application keeps `handler.ctx.to_dict(serializer=PickleSerializer())`, as the docs' "Stopping/Resuming
+Between Human Responses" does (workflows docs, human_in_the_loop.md). Resume: `Context.from_dict(agent, saved)`
+and `agent.run(ctx=restored)`, which continues a run that was still going (durable_workflows.md; llama_index docs
+understanding/agent/state.md), else asks the next turn of the conversation kept in that context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from harness.contract.adapter import Adapter
+from harness.contract.kit import until_done
+
+NEXT_INPUT = "Continue where you stopped."
+
+
+class LlamaIndexAdapter(Adapter):
+    name = "llamaindex"
+    stop_modes = {
+        "cancel_run": "await handler.cancel_run() on the FunctionAgent's WorkflowHandler (WorkflowCancelledByUser)",
+        "break": "leave the `async for ev in handler.stream_events()` loop (break)",
+        "task_cancel": "task.cancel() on the asyncio task awaiting the handler (`await agent.run(...)`)",
+    }
+    resume_primitive = ("Context.from_dict(agent, handler.ctx.to_dict(PickleSerializer()) saved at the stop) -> "
+                        "agent.run(ctx=restored) (a new user turn if the saved run was no longer running)")
+    # llama-index-core sends nothing anywhere by itself; its tiktoken and NLTK files ship in the wheel
+    # (llama_index/core/_static) and are used while TIKTOKEN_CACHE_DIR / NLTK_DATA are unset (README)
+    environment: dict[str, str] = {}
+    packages = ("llama-index-core", "llama-index-workflows", "llama-index-instrumentation", "llama-index-llms-openai",
+                "llama-index-llms-openai-like", "llama-index-tools-mcp", "openai", "mcp")
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Import the framework, and what its first run would import or load (in a forked subject that took 1-2.4 s
+        of CPU before the first event, so a `break` could not leave the loop; an app pays it once per process)."""
+        import httpcore  # noqa: F401 (the openai client's transport)
+        import llama_index.core.agent.workflow  # noqa: F401
+        import llama_index.llms.openai_like  # noqa: F401
+        import llama_index.tools.mcp  # noqa: F401
+        import openai.resources  # noqa: F401 (imported by the openai client on its first request)
+        import workflows.plugins.basic  # noqa: F401 (the default runtime, imported by the first run)
+        import workflows.representation.validate  # noqa: F401
+        import workflows.runtime.control_loop.runner  # noqa: F401
+        from llama_index.core.utils import get_tokenizer
+
+        get_tokenizer()  # what the agent's ChatMemoryBuffer loads on first use (tiktoken, the bundled cache)
+
+    # --- the agent, built the documented way ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        from llama_index.core.agent.workflow import FunctionAgent
+        from llama_index.llms.openai_like import OpenAILike
+
+        ctx = self.ctx
+        llm = OpenAILike(model=ctx.model_name, api_base=ctx.model_base_url, api_key="x", max_retries=0,
+                         is_chat_model=True, is_function_calling_model=True)
+        self.agent = FunctionAgent(name="assistant", tools=await self._tools(), llm=llm,
+                                   system_prompt=ctx.system_prompt)
+        self.stop_pressed = False
+        self.saved: dict[str, Any] | None = None  # the Context the application keeps at the stop
+        self.job = self._launch(user_msg=ctx.prompt)
+
+    async def _tools(self) -> list[Any]:
+        from llama_index.core.tools import FunctionTool
+
+        ctx = self.ctx
+        if ctx.tool_style == "mcp":
+            from llama_index.tools.mcp import BasicMCPClient, McpToolSpec
+
+            params = ctx.mcp.params()
+            client = BasicMCPClient(params["command"], args=params["args"], env=params["env"])
+            return await McpToolSpec(client=client).to_tool_list_async()  # a server process per call
+        # a sync function runs on the loop's default executor (run_in_executor, tools/function_tool.py)
+        return [FunctionTool.from_defaults(fn) for fn in ctx.tools.values()]
+
+    def _launch(self, **run_kwargs: Any) -> asyncio.Task:
+        self.handler = self.agent.run(**run_kwargs)
+        return asyncio.create_task(self._await() if self.mode == "task_cancel" else self._stream())
+
+    async def _stream(self) -> None:
+        """The streaming docs' loop: events as they come, then the result."""
+        async for _event in self.handler.stream_events():
+            if self.stop_pressed and self.mode == "break":
+                return  # the application stops reading; nothing else is pressed
+        await self.handler  # after cancel_run: raises WorkflowCancelledByUser
+
+    async def _await(self) -> None:
+        await self.handler
+
+    # --- the stop buttons -------------------------------------------------------------------------------------
+
+    async def stop_cancel_run(self) -> None:
+        await self.handler.cancel_run()
+        await until_done(self.job)
+        await self._save()
+
+    async def stop_break(self) -> None:
+        self.stop_pressed = True  # the loop leaves at its next event
+        await until_done(self.job)
+        await self._save()
+
+    async def stop_task_cancel(self) -> None:
+        self.job.cancel()
+        await until_done(self.job)
+        await self._save()
+
+    async def _save(self) -> None:
+        """What the application keeps to resume: the serialized Context, as if written to a database (Pickle:
+        the JsonSerializer drops the agent's ChatMemoryBuffer, and a resumed run then fails without it)."""
+        from workflows.context import PickleSerializer
+
+        self.saved = json.loads(json.dumps(self.handler.ctx.to_dict(serializer=PickleSerializer())))
+
+    # --- wait, resume, close ----------------------------------------------------------------------------------
+
+    async def wait(self) -> None:
+        await asyncio.shield(self.job)
+
+    async def resume(self) -> None:
+        from workflows import Context
+        from workflows.context import PickleSerializer
+
+        if self.saved is None:
+            raise RuntimeError("no Context was saved at the stop")
+        restored = Context.from_dict(self.agent, self.saved, serializer=PickleSerializer())
+        self.stop_pressed = False
+        # a run that was still going continues from its saved state; one that had ended gets the next turn
+        self.job = self._launch(ctx=restored) if restored.is_running else \
+            self._launch(ctx=restored, user_msg=NEXT_INPUT)
+        await self.job
+
+    async def close(self) -> None:
+        if not self.job.done():
+            self.job.cancel()
+            await until_done(self.job)
+        # MCP: BasicMCPClient opens a session (a server process) per call and closes it; nothing is held
+
+
+class LlamaIndexChatHistoryAdapter(LlamaIndexAdapter):
+    """The simple resume path: a new run with the conversation the stopped run's memory holds, and the next input.
+
+    Run it with `stopbench run --adapter adapters.llamaindex.adapter:LlamaIndexChatHistoryAdapter`.
+    """
+
+    name = "llamaindex-chat-history"
+    resume_primitive = ("agent.run(user_msg=next input, chat_history=<the stopped run's memory: "
+                        "(await ctx.store.get('memory')).aget_all()>) on a fresh Context")
+
+    async def _save(self) -> None:
+        memory = await self.handler.ctx.store.get("memory", default=None)  # set by the run's first step
+        self.history = list(await memory.aget_all()) if memory is not None else []  # as it was at the stop
+
+    async def resume(self) -> None:
+        from llama_index.core.llms import ChatMessage
+
+        # the user's message is in the application's transcript even when the run stopped before recording it
+        history = getattr(self, "history", None) or [ChatMessage(role="user", content=self.ctx.prompt)]
+        self.stop_pressed = False
+        self.job = self._launch(user_msg=NEXT_INPUT, chat_history=history)
+        await self.job
+
+
+ADAPTER = LlamaIndexAdapter
