@@ -1,0 +1,210 @@
+"""Google ADK: the documented `LlmAgent` on an `App`, a `Runner` over a `DatabaseSessionService` (SQLite in the trial
+folder), the model `OpenAILlm` on the world's OpenAI-compatible endpoint, streamed as a chat UI streams it
+(`StreamingMode.SSE`), and the stop buttons ADK users press (issue #4796's table, and what 2.x added since):
+leaving the `run_async` loop (`break`, `aclose`), cancelling its task, `abort_signal`, `end_invocation` from
+callbacks, and the sync `runner.run()` generator closed or abandoned by a handler thread. Resume: `run_async` again
+on the same session with the next message; the resumable variant resumes the stopped invocation by its id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import threading
+from typing import Any
+
+from harness.contract.adapter import Adapter
+from harness.contract.kit import in_own_thread, until_done
+
+APP, USER = "stopbench", "user"
+NEXT_INPUT = "Continue where you stopped."
+STOPPED = "Stopped by the user."
+SYNC = ("sync_close", "sync_abandon")
+WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runners",
+        "google.adk.flows.llm_flows.auto_flow", "google.adk.workflow._node_runner_utils",
+        "google.adk.workflow._llm_agent_wrapper", "google.adk.integrations.openai._openai_llm",
+        "google.adk.sessions.database_session_service", "google.adk.tools.mcp_tool", "openai.resources.chat",
+        "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite")
+
+
+class GoogleAdkAdapter(Adapter):
+    name = "google-adk"
+    stop_modes = {
+        "break": "break out of `async for event in runner.run_async(...)` (the dropped generator is closed by asyncio)",
+        "aclose": "break out of the run_async loop, then `await events.aclose()` on the generator",
+        "task_cancel": "task.cancel() on the asyncio task running the run_async loop",
+        "abort_signal": "runner.run_async(..., abort_signal=asyncio.Event()); event.set()",
+        "end_invocation": "before_model/before_tool callbacks set `_invocation_context.end_invocation = True` and skip "
+                          "the call once stop is pressed",
+        "sync_close": "sync runner.run(...) in a worker thread: break, then close() the generator",
+        "sync_abandon": "sync runner.run(...) in a worker thread: stop reading, leave the generator open",
+    }
+    resume_primitive = "runner.run_async(...) again on the same DatabaseSessionService session with the next message"
+    # OpenTelemetry: ADK records spans through the global provider; no exporter is configured, and the SDK is off
+    environment = {"OTEL_SDK_DISABLED": "true"}
+    packages = ("google-adk", "google-genai", "openai", "mcp", "sqlalchemy", "aiosqlite")
+    #: the variant below: App(resumability_config=...) and resume by invocation_id
+    resumable = False
+
+    @classmethod
+    def prepare(cls) -> None:
+        """Import in the parent what a warm app has imported: ADK pulls its flow and workflow runtime in on the first
+        invocation, and AsyncOpenAI(...).chat all of openai.resources (~1.5 s of CPU on the loop mid first turn)."""
+        for module in WARM:
+            importlib.import_module(module)
+
+    async def start(self) -> None:
+        from google.adk.apps import App, ResumabilityConfig
+        from google.adk.runners import Runner
+        from google.adk.sessions import DatabaseSessionService
+        from openai import AsyncOpenAI
+
+        ctx = self.ctx
+        self.client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="x", max_retries=0)  # retries: only via client
+        self.sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{ctx.workdir / 'adk-sessions.db'}")
+        await self.sessions.create_session(app_name=APP, user_id=USER, session_id=ctx.run_id)
+        resumability = ResumabilityConfig(is_resumable=True) if self.resumable else None
+        app = App(name=APP, root_agent=self._agent(), resumability_config=resumability)
+        self.runner = Runner(app=app, session_service=self.sessions)
+        self.stop_pressed = threading.Event()  # read by the job's loop, the callbacks and the sync handler's thread
+        self.abandoned: Any = None  # sync_abandon: the generator the handler stopped reading
+        self.job = self._launch(ctx.prompt)
+
+    def _agent(self) -> Any:
+        from google.adk.agents import LlmAgent
+        from google.adk.models import OpenAILlm
+
+        callbacks = {"before_model_callback": self._before_model, "before_tool_callback": self._before_tool} \
+            if self.mode == "end_invocation" else {}
+        return LlmAgent(name="assistant", model=OpenAILlm(model=self.ctx.model_name, client=self.client),
+                        instruction=self.ctx.system_prompt, tools=self._tools(), **callbacks)
+
+    def _tools(self) -> list:
+        if self.ctx.tool_style != "mcp":
+            return list(self.ctx.tools.values())  # ADK wraps plain functions in FunctionTool
+        from google.adk.tools.mcp_tool import McpToolset, StdioConnectionParams
+        from mcp import StdioServerParameters
+
+        return [McpToolset(connection_params=StdioConnectionParams(server_params=StdioServerParameters(
+            **self.ctx.mcp.params())))]
+
+    # --- the cooperative stop: ADK's callbacks --------------------------------------------------------
+
+    def _before_model(self, callback_context: Any, llm_request: Any) -> Any:
+        from google.adk.models import LlmResponse
+        from google.genai import types
+
+        if not self.stop_pressed.is_set():
+            return None
+        callback_context._invocation_context.end_invocation = True
+        return LlmResponse(content=types.Content(role="model", parts=[types.Part(text=STOPPED)]))
+
+    def _before_tool(self, tool: Any, args: dict[str, Any], tool_context: Any) -> dict | None:
+        if not self.stop_pressed.is_set():
+            return None
+        tool_context._invocation_context.end_invocation = True
+        return {"error": STOPPED}
+
+    # --- the job ----------------------------------------------------------------------------------------
+
+    def _message(self, text: str) -> Any:
+        from google.genai import types
+
+        return types.Content(role="user", parts=[types.Part(text=text)])
+
+    def _run_config(self) -> Any:
+        from google.adk.agents.run_config import RunConfig, StreamingMode
+
+        return RunConfig(streaming_mode=StreamingMode.SSE)
+
+    def _launch(self, text: str | None, invocation_id: str | None = None) -> asyncio.Future:
+        kwargs = {"user_id": USER, "session_id": self.ctx.run_id, "run_config": self._run_config(),
+                  "new_message": self._message(text) if text else None, "invocation_id": invocation_id}
+        if self.mode in SYNC:
+            del kwargs["invocation_id"]
+            return in_own_thread(self._sync_handler, kwargs, name="adk-sync-handler")
+        if self.mode == "abort_signal":
+            self.abort = asyncio.Event()
+            kwargs["abort_signal"] = self.abort
+        return asyncio.create_task(self._consume(kwargs))
+
+    async def _consume(self, kwargs: dict[str, Any]) -> None:
+        if self.mode == "aclose":
+            events = self.runner.run_async(**kwargs)
+            async for _ in events:
+                if self.stop_pressed.is_set():
+                    break
+            await events.aclose()
+            return
+        async for _ in self.runner.run_async(**kwargs):  # no other reference: dropped at `break`
+            if self.mode == "break" and self.stop_pressed.is_set():
+                break
+
+    def _sync_handler(self, kwargs: dict[str, Any]) -> None:
+        """A sync web handler: stream `runner.run(...)`, leave when the user presses stop."""
+        events = self.runner.run(**kwargs)
+        for _ in events:
+            if self.stop_pressed.is_set():
+                break
+        if self.mode == "sync_abandon" and self.stop_pressed.is_set():
+            self.abandoned = events  # never read or closed again by the handler
+        else:
+            events.close()
+
+    # --- the stop buttons: each returns when the loop that reads the events has ended ---------------------
+
+    async def stop_break(self) -> None:
+        self.stop_pressed.set()  # the loop leaves at its next event
+        await until_done(self.job)
+
+    stop_aclose = stop_sync_close = stop_sync_abandon = stop_end_invocation = stop_break
+
+    async def stop_task_cancel(self) -> None:
+        self.job.cancel()
+        await until_done(self.job)
+
+    async def stop_abort_signal(self) -> None:
+        self.abort.set()
+        await until_done(self.job)
+
+    async def wait(self) -> None:
+        await self.job
+
+    async def resume(self) -> None:
+        self.stop_pressed.clear()
+        self.job = self._launch(NEXT_INPUT)
+        await self.job
+
+    async def close(self) -> None:
+        if not self.job.done():
+            self.job.cancel()
+            await until_done(self.job)
+        if self.abandoned is not None:  # the app shuts down: the handler's generator is closed at last
+            await until_done(in_own_thread(self.abandoned.close, name="adk-close"))
+        await self.runner.close()  # closes the toolsets (the MCP server) of the agent tree
+        await self.sessions.close()
+        await self.client.close()
+
+
+class GoogleAdkResumableAdapter(GoogleAdkAdapter):
+    """The same app made resumable (docs: runtime/resume), resumed by the stopped invocation's id. The sync
+    `runner.run(...)` takes no invocation_id, so its modes are left out.
+
+    Run it with `stopbench run --adapter adapters.google_adk.adapter:GoogleAdkResumableAdapter`.
+    """
+
+    name = "google-adk-resumable"
+    stop_modes = {k: v for k, v in GoogleAdkAdapter.stop_modes.items() if k not in SYNC}
+    resume_primitive = ("App(resumability_config=ResumabilityConfig(is_resumable=True)); "
+                        "runner.run_async(invocation_id=<the stopped invocation>) on the same session")
+    resumable = True
+
+    async def resume(self) -> None:
+        session = await self.sessions.get_session(app_name=APP, user_id=USER, session_id=self.ctx.run_id)
+        invocation_id = session.events[-1].invocation_id if session and session.events else None
+        self.stop_pressed.clear()
+        self.job = self._launch(None if invocation_id else self.ctx.prompt, invocation_id)
+        await self.job
+
+
+ADAPTER = GoogleAdkAdapter
