@@ -4,6 +4,7 @@ processes with owner markers, a runner that fails mid-run, a world fed thousands
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -127,7 +128,9 @@ def test_no_input_makes_the_world_answer_5xx(world, method, path, body, query, k
     with httpx.Client(base_url=world.url, timeout=10) as client:
         run = client.post("/runs", json={"scenario": "q3_report"}).json()["run_id"] if known_run else "r-nope"
         query = {k: ("1" if k == "deadline_ms" else v) for k, v in query.items()}  # bounded waits only
-        kw = {"content": body} if isinstance(body, bytes) else {"json": body}
+        # json.dumps writes NaN and Infinity as JSON's extensions do: bodies a strict client would refuse to send
+        kw = {"content": body if isinstance(body, bytes) else json.dumps(body).encode(),
+              "headers": {"content-type": "application/json"}}
         r = client.request(method, f"/runs/{run}/{path}", params=query, **kw)
         assert r.status_code < 500, (method, path, body, query, r.status_code, r.text[:300])
         top = client.request(method, "/runs", **kw)

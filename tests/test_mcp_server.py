@@ -4,6 +4,7 @@ the oracle), handles requests concurrently, honours cancellation and ends with i
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -21,8 +22,10 @@ EMAIL = {"to": "m@example.com", "subject": "S", "body": "B"}
 
 class Server:
     def __init__(self, module: str, run_url: str):
+        # SIGINT as a terminal gives it: a runner started in the background (nohup, `&`) passes it on ignored
         self.proc = subprocess.Popen([sys.executable, "-m", module, "--run-url", run_url], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def send(self, msg: dict) -> None:
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
