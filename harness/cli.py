@@ -95,7 +95,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.compare import CompareError, compare
 
     try:
-        text = compare(Path(args.old), Path(args.new))
+        text = compare(Path(args.old), Path(args.new), args.anchors)
     except CompareError as e:
         raise UsageError(str(e)) from e
     if args.to:
@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("old", help="a result folder (with raw/), e.g. results of framework 1.1")
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
+    cp.add_argument("--anchors", choices=["all", "event", "time"], default="all",
+                    help="compare only event-anchored trials (their counts must agree from run to run), or "
+                         "only time-anchored ones (default: all)")
     cp.set_defaults(func=cmd_compare)
 
     mg = sub.add_parser("merge", help="merge the raw rows of result folders (e.g. shards of one run) into OUT")

@@ -88,3 +88,15 @@ def test_can_abort_names_the_anchor_where_work_went_on():
     rows[1]["offset"] = "on:effect_received:calendar"
     assert capability_row(pd.DataFrame(rows))["can abort"] == "no (1/3: q3_report on:effect_received:calendar)"
     assert capability_row(pd.DataFrame([row(i, 0) for i in range(3)]))["can abort"] == "yes"
+
+
+def test_compare_over_event_anchors_only_leaves_time_offsets_out(tmp_path, capsys):
+    timed = {**row(7, leaked=1, offset="at:150ms"), "offset_kind": "time"}
+    old = folder(tmp_path, "old", [row(i, leaked=0) for i in range(3)] + [timed])
+    new = folder(tmp_path, "new", [row(i, leaked=0) for i in range(3)] + [{**timed, "effects_leaked": 0,
+                                                                          "effects_compensated": 1}])
+    assert main(["compare", str(old), str(new)]) == 0
+    assert "1 of 1 compared row(s) changed" in capsys.readouterr().out  # the time-offset trial leaked less
+    assert main(["compare", str(old), str(new), "--anchors", "event"]) == 0
+    out = capsys.readouterr().out
+    assert "3 old, 3 new (event-anchored trials only)" in out and "0 of 1 compared row(s) changed" in out

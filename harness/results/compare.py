@@ -89,12 +89,19 @@ def _same(column: str, a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
-def compare(old_dir: Path, new_dir: Path) -> str:
-    """Markdown: what changed between OLD and NEW, row by row of the capability table."""
+def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
+    """Markdown: what changed between OLD and NEW, row by row of the capability table. `anchors`: `event` keeps
+    only event-anchored trials (whose counts must agree run to run: the world freezes at the anchor), `time`
+    only time-anchored ones, `all` both."""
     from harness.results.claims import CAPABILITY_RULES, capability_row
 
+    if anchors not in ("all", "event", "time"):
+        raise CompareError(f"--anchors {anchors!r}: give all, event or time")
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)
+    if anchors != "all":
+        old = [r for r in old if r.get("offset_kind") == anchors]
+        new = [r for r in new if r.get("offset_kind") == anchors]
     check_scenarios(old, new, old_dir, new_dir)
     common = {_cell_key(r) for r in old} & {_cell_key(r) for r in new}
     if not common:
@@ -107,7 +114,8 @@ def compare(old_dir: Path, new_dir: Path) -> str:
 
     tables = {side: {key: measure(g) for key, g in df.groupby(KEYS, sort=True)} for side, df in frames.items()}
     lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
-             f"- rows: {len(frames['old'])} old, {len(frames['new'])} new",
+             f"- rows: {len(frames['old'])} old, {len(frames['new'])} new"
+             + ("" if anchors == "all" else f" ({anchors}-anchored trials only)"),
              f"- package versions that differ: {version_changes(old, new)}",
              f"- compared over {len(common)} common trial cell(s) (scenario x offset x tool style); "
              f"left out: {dropped[0]} old row(s), {dropped[1]} new row(s) in cells only one side has"]
