@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,7 +97,10 @@ def main() -> None:
     # distinct trials (repetitions), each stopped the moment it starts: no scripted waiting in the figure
     opts = RunOptions(adapter="benchmarks.trial_overhead:NullAdapter", scenarios=["q3_report"], offsets=["at:0ms"],
                       reps=args.trials, out=out, settle_window_ms=0, observe_ms=0)
-    rows = run_matrix(NullAdapter, opts, log=open(os.devnull, "w"))
+    try:
+        rows = run_matrix(NullAdapter, opts, log=open(os.devnull, "w"))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)  # its rows are only counted here: leave no folder behind
     durations = [r["duration_s"] * 1000 for r in rows if r["status"] == "ok"]
     result = {
         "trials": len(rows), "ok": len(durations),
