@@ -33,8 +33,8 @@ class Owner:
         """Its runner still runs (an owner not said counts as alive: never end what may be someone's).
         A subject whose runner died was re-parented (to init, pid 1): its owner is gone."""
         if self.kind == "subject":
-            return self.runner_pid not in (None, 1) and _running(self.runner_pid)
-        return self.runner_pid is None or _running(self.runner_pid)
+            return self.runner_pid not in (None, 1) and running(self.runner_pid)
+        return self.runner_pid is None or running(self.runner_pid)
 
 
 def world_marker(runner_pid: int) -> str:
@@ -109,7 +109,7 @@ def stale_workroots(tmp: str | None = None) -> list[str]:
     out = []
     for name in os.listdir(tmp):
         m = re.match(r"stopbench-(\d+)-", name)
-        if m and not _running(int(m.group(1))) and os.path.isdir(os.path.join(tmp, name)):
+        if m and not running(int(m.group(1))) and os.path.isdir(os.path.join(tmp, name)):
             out.append(os.path.join(tmp, name))
     return out
 
@@ -136,18 +136,25 @@ def _comm(pid: int) -> str:
     return _read(f"/proc/{pid}/comm").decode(errors="replace").strip()
 
 
-def _ppid(pid: int) -> int | None:
+def proc_stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after "pid (comm) ": state, ppid, pgrp, ... (starttime is [19]);
+    None when the process is gone. The command name may hold spaces and parentheses, hence rindex."""
     stat = _read(f"/proc/{pid}/stat")
-    if not stat:
-        return None
-    return int(stat[stat.rindex(b")") + 2:].split()[1])
+    return stat[stat.rindex(b")") + 2:].split() if stat else None
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (exited, not yet waited for)."""
+    fields = proc_stat(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X")
+
+
+def _ppid(pid: int) -> int | None:
+    fields = proc_stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def command_line(pid: int) -> str:
     return _read(f"/proc/{pid}/cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    stat = _read(f"/proc/{pid}/stat")
-    return bool(stat) and stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")

@@ -17,6 +17,8 @@ from typing import Any
 
 import psutil
 
+from harness.owner import running
+
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
 _egress: list[str] = []
 _POOL_FILE = os.path.join("concurrent", "futures", "thread.py")
@@ -97,16 +99,6 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
-def _zombie(pid: int) -> bool:
-    """Exited, not yet waited for (the subject is a subreaper: orphans that exit end up as its zombies)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return True  # gone
-    return data[data.rindex(b")") + 2:][:1] in (b"Z", b"X")
-
-
 def descendant_pids(pid: int | None = None) -> list[int]:
     """Every live descendant of `pid` (default: this process), from the kernel's per-thread child lists
     (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine.
@@ -119,7 +111,7 @@ def descendant_pids(pid: int | None = None) -> list[int]:
         kids = _children_of(stack.pop())
         found += kids
         stack += kids
-    return [p for p in found if not _zombie(p)]
+    return [p for p in found if running(p)]  # the subject is a subreaper: orphans that exit become its zombies
 
 
 def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:

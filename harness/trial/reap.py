@@ -29,14 +29,9 @@ def processes_of_runs(run_ids: set[str] | list[str]) -> list[dict[str, Any]]:
 
 
 def _stat(pid: int) -> tuple[int, int] | None:
-    """(process group, start time in clock ticks since boot) from /proc/<pid>/stat, or None if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rindex(b")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ... starttime (22nd)
-    return int(fields[2]), int(fields[19])
+    """(process group, start time in clock ticks since boot), or None if gone."""
+    fields = owner.proc_stat(pid)
+    return (int(fields[2]), int(fields[19])) if fields else None
 
 
 def start_ticks(pid: int) -> int:

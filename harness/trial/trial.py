@@ -206,20 +206,12 @@ class RunningTrial:
         """End the subject and everything in its process group (what the trial could not close); its
         descendants elsewhere (escaped to another group or session) are listed first and reaped by finish()."""
         self._freeze()
-        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: os.kill(self.pid, signal.SIGKILL)):
+        if self.exit_code is None:  # not yet waited for: its group is still its own
             try:
-                target()
+                os.killpg(self.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        if self.proc is not None:
-            self.exit_code = self.proc.wait()
-        else:
-            try:
-                _, status, usage = os.wait4(self.pid, 0)
-                self.exit_code = os.waitstatus_to_exitcode(status)
-                self.cpu_s = round(usage.ru_utime + usage.ru_stime, 4)
-            except ChildProcessError:
-                pass
+        self._end_subject()
 
     def finish(self) -> dict[str, Any]:
         """After the subject is gone: reap leftovers, read the ledger, compute the row."""

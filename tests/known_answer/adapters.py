@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 
 import httpx
 
@@ -22,6 +23,24 @@ EMAIL = {"to": "ops@example.com", "subject": "leak", "body": "sent after stop"}
 
 async def _forever() -> None:
     await asyncio.Event().wait()
+
+
+async def model_loop(ctx, call_tool: Callable[[str, dict], Awaitable[str]]) -> None:
+    """A complete, correct agent loop straight on the model API: ask, run each tool call through
+    `call_tool(name, arguments)`, answer with its result, until the model gives its final answer."""
+    messages = [{"role": "user", "content": ctx.prompt}]
+    async with httpx.AsyncClient(timeout=30) as client:
+        while True:
+            r = await client.post(f"{ctx.model_base_url}/chat/completions", json={
+                "model": "m", "messages": messages, "tools": openai_tool_definitions()})
+            message = r.json()["choices"][0]["message"]
+            messages.append(message)
+            if not message.get("tool_calls"):
+                return
+            for call in message["tool_calls"]:
+                fn = call["function"]
+                result = await call_tool(fn["name"], json.loads(fn["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 
 
 class _Base(Adapter):
@@ -65,19 +84,7 @@ class IgnoresStop(_Base):
     name = "known-ignores-stop"
 
     async def job(self) -> None:
-        messages = [{"role": "user", "content": self.ctx.prompt}]
-        async with httpx.AsyncClient(timeout=30) as client:
-            while True:
-                r = await client.post(f"{self.ctx.model_base_url}/chat/completions", json={
-                    "model": "m", "messages": messages, "tools": openai_tool_definitions()})
-                message = r.json()["choices"][0]["message"]
-                messages.append(message)
-                if not message.get("tool_calls"):
-                    return
-                for call in message["tool_calls"]:
-                    fn = call["function"]
-                    result = await self.ctx.toolbox.acall(fn["name"], json.loads(fn["arguments"]))
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        await model_loop(self.ctx, self.ctx.toolbox.acall)
 
     async def stop_cancel(self) -> None:
         return None

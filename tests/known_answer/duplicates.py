@@ -12,18 +12,13 @@ import asyncio
 
 import httpx
 
-from harness.contract.adapter import Adapter
+from tests.known_answer.adapters import _Base
 
 EMAIL = {"to": "board@example.com", "subject": "Q3 report", "body": "Please find the Q3 report attached."}
 
 
-class _EmailsThenAsks(Adapter):
-    stop_modes = {"cancel": "cancel the job task"}
-    tool_styles = ("async",)
+class _EmailsThenAsks(_Base):
     sends = 1
-
-    async def start(self) -> None:
-        self.task = asyncio.create_task(self.job())
 
     async def job(self) -> None:
         for _ in range(self.sends):
@@ -32,15 +27,6 @@ class _EmailsThenAsks(Adapter):
             await client.post(f"{self.ctx.model_base_url}/chat/completions", json={
                 "model": "m", "messages": [{"role": "user", "content": self.ctx.prompt}]})
         await asyncio.Event().wait()
-
-    async def stop_cancel(self) -> None:
-        self.task.cancel()
-
-    async def wait(self) -> None:
-        await self.task
-
-    async def close(self) -> None:
-        pass
 
 
 class RetriesEmail(_EmailsThenAsks):

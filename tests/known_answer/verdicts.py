@@ -9,12 +9,9 @@ It talks to the world directly (no framework) so that what it does is not in dou
 from __future__ import annotations
 
 import asyncio
-import json
-
-import httpx
 
 from harness.contract.adapter import Adapter
-from harness.tools.catalogue import openai_tool_definitions
+from tests.known_answer.adapters import model_loop
 
 
 class AbortsOrHangs(Adapter):
@@ -33,23 +30,14 @@ class AbortsOrHangs(Adapter):
         self.task = asyncio.create_task(self.job())
 
     async def job(self) -> None:
-        messages = [{"role": "user", "content": self.ctx.prompt}]
-        async with httpx.AsyncClient(timeout=30) as client:
-            while True:
-                r = await client.post(f"{self.ctx.model_base_url}/chat/completions", json={
-                    "model": "m", "messages": messages, "tools": openai_tool_definitions()})
-                message = r.json()["choices"][0]["message"]
-                messages.append(message)
-                if not message.get("tool_calls"):
-                    return
-                for call in message["tool_calls"]:
-                    fn = call["function"]
-                    self.tool_calls_in_flight += 1
-                    try:
-                        result = await self.ctx.toolbox.acall(fn["name"], json.loads(fn["arguments"]))
-                    finally:
-                        self.tool_calls_in_flight -= 1
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        await model_loop(self.ctx, self._call_tool)
+
+    async def _call_tool(self, name: str, arguments: dict) -> str:
+        self.tool_calls_in_flight += 1
+        try:
+            return await self.ctx.toolbox.acall(name, arguments)
+        finally:
+            self.tool_calls_in_flight -= 1
 
     async def stop_cancel(self) -> None:
         self.task.cancel()
