@@ -30,7 +30,9 @@ MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
-SHARD = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_SHARD") else []
+SELECT = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_SHARD") else []
+# event | time: only the trials at that kind of offset (a second run to check with `compare --anchors event`)
+SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOPBENCH_ANCHORS") else []
 
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
@@ -58,7 +60,7 @@ def tests(session: nox.Session, suite: str) -> None:
 def bench(session: nox.Session, adapter: str) -> None:
     """Every stop mode x scenario x offset x tool style x repetition for one framework (and its variants)."""
     install_framework(session, adapter)
-    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SHARD,
+    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
                 *session.posargs)
     if session.posargs:  # a partial run by hand: just that
         return
@@ -66,10 +68,10 @@ def bench(session: nox.Session, adapter: str) -> None:
     session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
                 *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
                 *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
-                "--jobs", JOBS, "--out", RESULTS, *SHARD)
+                "--jobs", JOBS, "--out", RESULTS, *SELECT)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
-                    "--out", RESULTS, *SHARD)
+                    "--out", RESULTS, *SELECT)
 
 
 @nox.session

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import harness
 from harness.contract.registry import AdapterError
-from harness.scenario import DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
+from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
 from harness.tools.mitigation import MitigationError
 from harness.trial.spec import ShardError
 
@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
-        observe_ms=args.observe_ms,
+        observe_ms=args.observe_ms, anchors=args.anchors,
     )
     import signal
 
@@ -212,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "(see harness/trial/concurrency.py)")
     r.add_argument("--shard", metavar="K/N", help="run only shard K of N of the matrix (deterministic; the N shards "
                    "together are the whole matrix)")
+    r.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
+                   help="only event-anchored trials (a second run to compare with `compare --anchors event`), or only "
+                        "time-offset ones (default: all)")
     r.add_argument("--observe-ms", type=float, metavar="MS",
                    help=f"observation floor: each trial stays alive and observed at least this long after the stop "
                         f"and after resume (default: the scenario's observe_ms, else {DEFAULT_OBSERVE_MS:g})")
@@ -231,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("old", help="a result folder (with raw/), e.g. results of framework 1.1")
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
-    cp.add_argument("--anchors", choices=["all", "event", "time"], default="all",
+    cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
                     help="compare only event-anchored trials (their counts must agree from run to run), or "
                          "only time-anchored ones (default: all)")
     cp.set_defaults(func=cmd_compare)

@@ -43,6 +43,10 @@ class ScenarioError(ValueError):
     """A scenario (file or inline) is malformed; the message names the file and the field."""
 
 
+#: which offsets a run or a compare takes (`--anchors`): event-anchored trials' counts must agree run to run
+ANCHOR_KINDS = ("all", "event", "time")
+
+
 @dataclass(frozen=True)
 class Offset:
     """When the stop is pressed: a time after the run starts, or an event the world observes."""

@@ -14,13 +14,14 @@ ALLOWED = {
     "clock": set(),
     "frameworks": set(),  # standard library only: nox and CI read it before anything is installed
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
-    "tools": {"vocabulary", "clock"},
+    "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
+    "tools": {"vocabulary", "clock", "stop_button"},
     "scenario": {"tools"},
     "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
-    "contract": {"scenario", "tools", "vocabulary", "owner"},
+    "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button"},
     "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
-    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner"},
-    "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner"},
+    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button"},
+    "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},
     "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner"},
     "__init__": set(),
 }

@@ -93,3 +93,12 @@ def test_auto_concurrency_halves_on_late_event_stops_only():
     assert c.limit >= 4 and c.late == 1
     c.observe({"trigger_delay_ms": 40.0, "offset_kind": "event"})
     assert c.limit == 2 and c.late == 2
+
+
+def test_anchors_takes_the_event_or_the_time_offsets_of_the_matrix():
+    """A second run of the event-anchored trials alone is what `compare --anchors event` compares."""
+    whole = set(_ids(RunOptions(adapter="reference")))
+    event = set(_ids(RunOptions(adapter="reference", anchors="event")))
+    time_ = set(_ids(RunOptions(adapter="reference", anchors="time")))
+    assert (len(event), len(time_)) == (3 * 12, 3 * 4)  # styles x the 12 event and 4 time offsets
+    assert event | time_ == whole and not event & time_

@@ -2,7 +2,8 @@
 
 No framework. It shows what is possible, so every framework's row has something to be compared to:
 - the model stream is closed the moment stop is pressed (the task awaiting it is cancelled);
-- tool calls already sent are awaited, not abandoned, so their outcome is known;
+- tool calls already sent are awaited, not abandoned, so their outcome is known; a call not yet sent
+  when stop is pressed is not sent (its tool checks the trial's stop button as the request leaves);
 - every effect that committed after the stop is compensated (recall / close / cancel / delete);
 - each step carries an idempotency key, and a checkpoint of completed steps lets resume continue
   without repeating a side effect or a model turn.
@@ -20,6 +21,7 @@ from openai import AsyncOpenAI
 
 from harness.contract.adapter import Adapter, McpServer
 from harness.contract.kit import OwnedContext, in_own_thread
+from harness.stop_button import StopPressed
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 from .checkpoint import Checkpoint
@@ -81,7 +83,10 @@ class ReferenceAdapter(Adapter):
             pending = self.checkpoint.pending_calls()
             if pending:
                 tasks = [self._start_tool(call) for call in pending]
-                await asyncio.gather(*(asyncio.shield(t) for t in tasks))
+                try:
+                    await asyncio.gather(*(asyncio.shield(t) for t in tasks))
+                except StopPressed as e:  # the stop is pressed, its cancel is on the way: end as cancelled
+                    raise asyncio.CancelledError() from e
                 continue
             message = await self._model_turn()
             self.checkpoint.turns.append(message)
@@ -126,12 +131,16 @@ class ReferenceAdapter(Adapter):
         args = json.loads(call["function"]["arguments"] or "{}")
         attempt = self.checkpoint.attempts.get(call["id"], 0)
         key = f"{self.ctx.run_id}:{call['id']}:{attempt}"
+        button = self.ctx.stop_button  # not sent once stop is pressed: left pending, resume sends it
         if self.mcp is not None:
+            if button.pressed:  # the server stamps it: checked as late as this client can
+                raise StopPressed(f"{name}: not sent, stop was pressed")
             content = await _mcp_call(self.mcp.value, name, args)
         elif self.ctx.tool_style == "sync":
-            content = await asyncio.shield(in_own_thread(self.ctx.toolbox.call, name, args, key, name="reference-tool"))
+            content = await asyncio.shield(in_own_thread(
+                lambda: self.ctx.toolbox.call(name, args, key, unless_pressed=button), name="reference-tool"))
         else:
-            content = await self.ctx.toolbox.acall(name, args, idempotency_key=key)
+            content = await self.ctx.toolbox.acall(name, args, idempotency_key=key, unless_pressed=button)
         try:
             answer = json.loads(content)
         except ValueError:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import abc
 import importlib.metadata
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.scenario import Scenario
+from harness.stop_button import StopButton
 from harness.tools.toolbox import Toolbox
 
 TOOL_STYLES = ("sync", "async", "mcp")
@@ -65,6 +66,9 @@ class TrialContext:
     mcp: McpServer
     workdir: Path
     seed: int = 0
+    #: pressed by the harness at `stop_called`, released when resume starts; an agent that checks it
+    #: before a send (`Toolbox.call(..., unless_pressed=...)`) never sends after the stop (the reference)
+    stop_button: StopButton = field(default_factory=StopButton)
 
     @property
     def tools(self) -> dict[str, Any]:

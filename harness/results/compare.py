@@ -17,6 +17,7 @@ from typing import Any
 from harness.results import schema
 from harness.results.cells import cells, frame
 from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
+from harness.scenario import ANCHOR_KINDS
 
 KEYS = ["adapter", "mode", "mitigation"]
 CELL = ["scenario", "offset", "tool_style"]
@@ -95,8 +96,8 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     only time-anchored ones, `all` both."""
     from harness.results.claims import CAPABILITY_RULES, capability_row
 
-    if anchors not in ("all", "event", "time"):
-        raise CompareError(f"--anchors {anchors!r}: give all, event or time")
+    if anchors not in ANCHOR_KINDS:
+        raise CompareError(f"--anchors {anchors!r}: give {', '.join(ANCHOR_KINDS)}")
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)
     if anchors != "all":

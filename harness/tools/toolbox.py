@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from harness.stop_button import StopButton
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_PARAMETERS, TOOL_SPECS
 from harness.vocabulary import SENT_HEADER
 
@@ -29,35 +30,40 @@ class ToolError(RuntimeError):
     """The service refused or failed the call; the framework sees it as a failed tool."""
 
 
-# apost(url, JSON body, headers, timeout_s) -> (status, text): how async calls reach the service; it
-# stamps SENT_HEADER as the request leaves (`stamped`; harness.tools.loopback_http does it on the write)
-AsyncPost = Callable[[str, Any, dict[str, str], float], Awaitable[tuple[int, str]]]
+# apost(url, JSON body, headers, timeout_s, unless_pressed=None) -> (status, text): how async calls
+# reach the service; it stamps SENT_HEADER as the request leaves (`stamped`; harness.tools.loopback_http
+# does it on the write). `unless_pressed` is given only by a caller that asked for it (the reference).
+AsyncPost = Callable[..., Awaitable[tuple[int, str]]]
 
 
-def stamped(headers: dict[str, str]) -> dict[str, str]:
+def stamped(headers: dict[str, str], unless_pressed: StopButton | None = None) -> dict[str, str]:
     """`headers` plus SENT_HEADER: time.monotonic_ns() now, the clock of the ledger and the marks.
 
     A transport calls this as the last thing before the request goes out (its client already made),
     not when the tool was entered: "in flight at the stop" means the call had left by then. Between
-    this stamp and the bytes there is only building the request and a connect on loopback.
+    this stamp and the bytes there is only building the request and a connect on loopback. With
+    `unless_pressed`, the stamp is ordered against the stop's (StopPressed instead of a later time).
     """
-    return {**headers, SENT_HEADER: str(time.monotonic_ns())}
+    t = unless_pressed.send_time() if unless_pressed is not None else time.monotonic_ns()
+    return {**headers, SENT_HEADER: str(t)}
 
 
-def _httpx_post(url: str, body: Any, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+def _httpx_post(url: str, body: Any, headers: dict[str, str], timeout_s: float,
+                unless_pressed: StopButton | None = None) -> tuple[int, str]:
     import httpx  # not at import: the MCP server imports this module and uses harness.tools.loopback_http
 
     with httpx.Client(timeout=timeout_s, verify=False) as client:
-        r = client.post(url, json=body, headers=stamped(headers))
+        r = client.post(url, json=body, headers=stamped(headers, unless_pressed))
         return r.status_code, r.text
 
 
-async def httpx_apost(url: str, body: Any, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+async def httpx_apost(url: str, body: Any, headers: dict[str, str], timeout_s: float,
+                      unless_pressed: StopButton | None = None) -> tuple[int, str]:
     """A client per call: frameworks run async tools on loops of their own choosing."""
     import httpx
 
     async with httpx.AsyncClient(timeout=timeout_s, verify=False) as client:  # ~1-2 ms: stamp after it
-        r = await client.post(url, json=body, headers=stamped(headers))
+        r = await client.post(url, json=body, headers=stamped(headers, unless_pressed))
         return r.status_code, r.text
 
 
@@ -94,16 +100,21 @@ class Toolbox:
             self.on_attempt(name, arguments, key)
         return url, headers
 
-    def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
+    def call(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None, *,
+             unless_pressed: StopButton | None = None) -> str:
+        """One tool call. `unless_pressed`: raise StopPressed rather than send after that button was
+        pressed (exactly ordered: see harness.stop_button); frameworks' tools never pass it."""
         url, headers = self._request(name, arguments, idempotency_key)
-        answer = _answer(url, *_httpx_post(url, arguments, headers, self.timeout_s))
+        answer = _answer(url, *_httpx_post(url, arguments, headers, self.timeout_s, unless_pressed))
         if self.on_result:
             self.on_result(name, arguments, answer)
         return json.dumps(answer)
 
-    async def acall(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None) -> str:
+    async def acall(self, name: str, arguments: dict[str, Any], idempotency_key: str | None = None, *,
+                    unless_pressed: StopButton | None = None) -> str:
         url, headers = self._request(name, arguments, idempotency_key)
-        answer = _answer(url, *await self.apost(url, arguments, headers, self.timeout_s))
+        gate = {"unless_pressed": unless_pressed} if unless_pressed is not None else {}
+        answer = _answer(url, *await self.apost(url, arguments, headers, self.timeout_s, **gate))
         if self.on_result:
             self.on_result(name, arguments, answer)
         return json.dumps(answer)

@@ -22,7 +22,7 @@ from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
-from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
+from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.spec import Deadlines, Shard, TrialSpec
@@ -49,6 +49,7 @@ class RunOptions:
     settle_window_ms: float | None = None  # None: derived from the scenario (see trial.settle_window_ms)
     observe_ms: float | None = None  # None: the scenario's observation floor (harness.scenario.DEFAULT_OBSERVE_MS)
     shard: Shard | None = None  # run only this shard of the matrix
+    anchors: str = "all"  # all | event | time: only the trials whose offset is of that kind (ANCHOR_KINDS)
 
     def __post_init__(self) -> None:
         """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
@@ -56,6 +57,8 @@ class RunOptions:
         self.mitigations = [m if isinstance(m, Mitigation) else Mitigation(m) for m in self.mitigations]
         if isinstance(self.shard, str):
             self.shard = Shard.parse(self.shard)
+        if self.anchors not in ANCHOR_KINDS:
+            raise AdapterError(f"anchors: {self.anchors!r} is none of {', '.join(ANCHOR_KINDS)}")
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -78,6 +81,8 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
     for scenario_name, mode, style, mit, rep in itertools.product(names, modes, styles, opts.mitigations,
                                                                  range(opts.reps)):
         for offset in opts.offsets or scenarios[scenario_name].offsets:
+            if opts.anchors != "all" and offset.is_event != (opts.anchors == "event"):
+                continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed))
     return opts.shard.take(specs) if opts.shard else specs
 

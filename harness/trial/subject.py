@@ -116,7 +116,8 @@ class Subject:
         if why:
             await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
-        adapter = self.adapter_cls(self._context())
+        self.ctx = self._context()
+        adapter = self.adapter_cls(self.ctx)
         run_started = time.monotonic_ns()
         await self.mark(Mark.RUN_STARTED, t=run_started)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
@@ -147,7 +148,7 @@ class Subject:
             await self._close(adapter)
             return
 
-        t_called = self.t_called = time.monotonic_ns()
+        t_called = self.t_called = self.ctx.stop_button.press()  # ordered against sends that ask it
         # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
         self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
@@ -195,6 +196,7 @@ class Subject:
         if not self.adapter_cls.has_resume():
             await self.mark(Mark.RESUME_ABSENT)
             return
+        self.ctx.stop_button.release()
         await self.mark(Mark.RESUME_STARTED)
         in_time, err = await self.bounded("resume", adapter.resume(), self.deadlines.resume)
         if not in_time:
