@@ -115,6 +115,24 @@ def cmd_merge(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     for name, counts in sorted(summary.items()):
         print(f"{args.out}/raw/{name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    from harness.results.evidence import merge_evidence
+
+    for name, n in sorted(merge_evidence([Path(s) for s in args.sources], Path(args.out)).items()):
+        print(f"{args.out}/evidence/{name}: {n} added")
+    return 0
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from harness.results.evidence import find_trial, timeline
+
+    folder = Path(args.dir)
+    if not (folder / "evidence").is_dir():
+        raise UsageError(f"{folder}: no evidence/ folder (rows measured before evidence was kept have none)")
+    record = find_trial(folder, args.trial)
+    if record is None:
+        raise UsageError(f"{args.trial!r}: no trial with that trial_id (or a unique prefix of one) or run_id "
+                         f"in {folder}/evidence/")
+    print(timeline(record))
     return 0
 
 
@@ -247,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="adapters, stop modes, versions, scenarios and offsets")
     ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
     ls.set_defaults(func=cmd_list)
+
+    tl = sub.add_parser("timeline", help="what happened in one trial: its ledger and marks, from the evidence kept "
+                        "with its row")
+    tl.add_argument("dir", help="a result folder (with evidence/)")
+    tl.add_argument("trial", help="the row's trial_id (or a unique prefix of it) or run_id")
+    tl.set_defaults(func=cmd_timeline)
 
     rep = sub.add_parser("reap", help="end what stopbench left running: processes (world, subjects, MCP servers) "
                          "whose runner is gone, and their temporary folders")

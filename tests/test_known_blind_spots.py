@@ -68,3 +68,14 @@ def test_a_late_trigger_is_marked_imprecise_and_kept_out_of_timing_medians(tmp_p
     assert cell(both, "lie_ms") == f"{round(on_time['lie_ms'], 1):g}"
     assert cell(both, "trigger_precise") == "1/2"
     assert cell(both, "effects_after_stop") == "0.5 (0..1)"
+
+
+def test_an_idle_anyio_worker_is_an_idle_pool_thread_and_a_busy_one_is_live(tmp_path):
+    """AnyIO's worker threads (anyio.to_thread, as Pydantic AI runs sync tools) park in their own loop:
+    idle there, they are a reusable pool like concurrent.futures' workers, not work still going on."""
+    idle, = run(KA + "AnyioWorkerIdle", tmp_path / "idle", offsets=["at:300ms"])
+    assert idle["status"] == "ok", idle["reason"]
+    assert (idle["threads_left"], idle["idle_pool_threads"]) == (0, 1)
+    busy, = run(KA + "AnyioWorkerBusy", tmp_path / "busy", offsets=["at:300ms"])
+    assert busy["status"] == "ok", busy["reason"]
+    assert (busy["threads_left"], busy["idle_pool_threads"]) == (1, 0)

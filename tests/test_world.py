@@ -167,13 +167,29 @@ def test_responses_previous_response_id_counts_earlier_results(world_client):
     run = world_client.create_run("q3_report")
     oc = client_for(run)
     first = oc.responses.create(model="scripted", input=responses_input(1))
-    assert [o.name for o in first.output if o.type == "function_call"] == ["send_email"]
+    (call,) = [o for o in first.output if o.type == "function_call"]
+    assert call.name == "send_email"
     second = oc.responses.create(model="scripted", previous_response_id=first.id,
-                                 input=[{"type": "function_call_output", "call_id": "c1", "output": "sent"}])
+                                 input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sent"}])
     assert [o for o in second.output if o.type == "function_call"] == []
     reqs = events(world_client, run["run_id"], "llm_request")
     assert [(r["turn"], r["tool_results"]) for r in reqs] == [(1, 1), (2, 2)]
     assert second.usage.output_tokens == tokens_per_turn(sc)[2]
+
+
+def test_responses_refuses_what_the_real_api_refuses_after_a_previous_response(world_client):
+    """As the Responses API: continuing from a response that asked for a function call needs that call's
+    output (400 "No tool output found for function call ..."), and an unknown previous_response_id is a 400."""
+    import openai
+
+    run = world_client.create_run("q3_report")
+    oc = client_for(run)
+    first = oc.responses.create(model="scripted", input=responses_input(1))
+    with pytest.raises(openai.BadRequestError, match="No tool output found for function call"):
+        oc.responses.create(model="scripted", previous_response_id=first.id, input="go on")
+    with pytest.raises(openai.BadRequestError, match="Previous response with id 'resp_nope' not found"):
+        oc.responses.create(model="scripted", previous_response_id="resp_nope", input="go on")
+    assert len(events(world_client, run["run_id"], "llm_request")) == 1  # refused before any model work
 
 
 def test_past_the_script_says_done(world_client):

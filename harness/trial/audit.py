@@ -21,8 +21,12 @@ from harness.owner import running
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
 _egress: list[str] = []
-_POOL_FILE = os.path.join("concurrent", "futures", "thread.py")
-_IDLE_FILES = ("threading.py", "queue.py", _POOL_FILE)
+#: executors' worker loops: (file, function) of the frame that parks a reusable worker on its queue
+_POOL_LOOPS = (
+    (os.path.join("concurrent", "futures", "thread.py"), "_worker"),  # ThreadPoolExecutor (asyncio.to_thread)
+    (os.path.join("anyio", "_backends", "_asyncio.py"), "run"),  # AnyIO's WorkerThread (anyio.to_thread)
+)
+_IDLE_FILES = ("threading.py", "queue.py", *(f for f, _ in _POOL_LOOPS))
 
 
 def _is_loopback(host: Any) -> bool:
@@ -56,8 +60,9 @@ def egress_attempts() -> list[str]:
 
 def _idle_pool_thread(ident: int) -> bool:
     """A thread parked in an executor's queue (idle, reusable) rather than doing work: an executor's
-    worker loop (concurrent.futures' `_worker`) waiting in the queue, and nothing else on its stack.
-    A `threading.Timer` (or any thread waiting in threading.py alone) is scheduled work, not idle."""
+    worker loop (_POOL_LOOPS: concurrent.futures' `_worker`, AnyIO's `WorkerThread.run`) waiting in the
+    queue, and nothing else on its stack. A `threading.Timer` (or any thread waiting in threading.py
+    alone) is scheduled work, not idle."""
     frame = sys._current_frames().get(ident)
     if frame is None:
         return False
@@ -66,7 +71,7 @@ def _idle_pool_thread(ident: int) -> bool:
         code = frame.f_code
         if not code.co_filename.endswith(_IDLE_FILES):
             return False
-        in_pool_worker |= code.co_filename.endswith(_POOL_FILE) and code.co_name == "_worker"
+        in_pool_worker |= any(code.co_filename.endswith(f) and code.co_name == name for f, name in _POOL_LOOPS)
         frame = frame.f_back
     return in_pool_worker
 

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
+from harness.results.evidence import append_evidence, evidence_file
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mitigation import Mitigation
@@ -172,6 +173,7 @@ def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]],
             running.remove(item)
             row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
             append_row(out_file, row)
+            append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events)
             rows.append(row)
             concurrency.observe(row)
             _progress(log, len(rows), total, row, started)

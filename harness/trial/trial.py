@@ -93,6 +93,7 @@ class RunningTrial:
         self.exit_code: int | None = None
         self.cpu_s: float | None = None  # the subject's and its waited-for children's, from the kernel
         self.descendants: dict[int, int] = {}  # pid -> start ticks, listed while the subject was frozen
+        self.events: list[dict[str, Any]] = []  # the ledger behind the row, once finish() read it
         created = world.create_run(scenario.name, seed=spec.seed,
                                    stop_anchor=spec.offset.text if spec.offset.is_event else None)
         self.run_id = created["run_id"]
@@ -230,6 +231,7 @@ class RunningTrial:
         data = {"processes": reaped}
         t = self.world.mark(self.run_id, Mark.REAPED, data=data)
         events.append({"t": t, "event": Event.MARK, "name": Mark.REAPED, "data": data})  # as the world recorded it
+        self.events = events  # the evidence behind the row (harness.results.evidence)
         row = metrics.compute(events, self.scenario, self.spec.offset)
         # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
         exit_code = 0 if self.watchdog.done and not self.killed_step else self.exit_code

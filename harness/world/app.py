@@ -150,7 +150,10 @@ class WorldApp:
             chat = rest.endswith("completions")
             body = _model_body("chat" if chat else "responses", body)
             api = model_api.chat_completions if chat else model_api.responses
-            return await api(run, body, raw, conn)
+            try:
+                return await api(run, body, raw, conn)
+            except model_api.InvalidRequest as e:
+                raise HTTPError(400, str(e)) from e
         if rest in services.EFFECT_PATHS:
             return await conn.send_json(200, await services.effect(run, rest, body, conn))
         if rest in services.COMPENSATIONS:

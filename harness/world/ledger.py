@@ -49,6 +49,9 @@ class Run:
     control_queues: list[asyncio.Queue] = field(default_factory=list)
     stop_called: asyncio.Event = field(default_factory=asyncio.Event)
     responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered
+    #: response id -> the function call ids it asked for, once the response completed: a request continuing
+    #: from it (previous_response_id) must answer each, as the real Responses API requires
+    response_calls: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def next_id(self) -> int:

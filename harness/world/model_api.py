@@ -233,15 +233,37 @@ def _response_object(run: Run, req: int, body: dict[str, Any], status: str, outp
         "tools": body.get("tools", []), "usage": usage, "error": None, "incomplete_details": None,
         "instructions": body.get("instructions"), "metadata": {}, "temperature": 1.0, "top_p": 1.0,
         "text": {"format": {"type": "text"}}, "previous_response_id": body.get("previous_response_id"),
-        "reasoning": None, "store": False, "truncation": "disabled",
+        "reasoning": None, "store": body.get("store", True) is not False, "truncation": "disabled",
     }
 
 
+class InvalidRequest(ValueError):
+    """What the real API answers with 400 invalid_request_error (the message is the API's own)."""
+
+
+def check_previous_response(run: Run, body: dict[str, Any]) -> None:
+    """previous_response_id must name a response of this run, and the input must carry a
+    function_call_output for every function call that response asked for (the API answers 400 otherwise)."""
+    prev = body.get("previous_response_id")
+    if not isinstance(prev, str):
+        return
+    if prev not in run.responses:
+        raise InvalidRequest(f"Previous response with id '{prev}' not found.")
+    items = body.get("input")
+    answered = {m.get("call_id") for m in items if isinstance(m, dict) and m.get("type") == "function_call_output"} \
+        if isinstance(items, list) else set()
+    missing = [c for c in run.response_calls.get(prev, ()) if c not in answered]
+    if missing:
+        raise InvalidRequest(f"No tool output found for function call {missing[0]}.")
+
+
 async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
+    check_previous_response(run, body)
     req, answer, stream, anchored = new_request(run, "responses", body, raw)
     if anchored:
         await run.hold_for_stop(f"req {req}")
     run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
+    asked = tuple(c for c, _, _ in answer.calls)
     ptoks = prompt_tokens(raw)
     items = _output_items(run, req, answer)
     run.open_requests += 1
@@ -250,6 +272,7 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
             tokens, _ = await generate(run, req, answer, _noop, None)
             await conn.send_json(200, _response_object(run, req, body, "completed", items,
                                                        _responses_usage(ptoks, tokens)))
+            run.response_calls[f"resp_{run.run_id}_{req}"] = asked
             run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
             return
         await conn.start_sse()
@@ -323,6 +346,7 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
                          "response": _response_object(run, req, body, "completed", items,
                                                       _responses_usage(ptoks, tokens))})
             await conn.send_body(b"", more=False)
+            run.response_calls[f"resp_{run.run_id}_{req}"] = asked
             run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
     finally:
         run.open_requests -= 1

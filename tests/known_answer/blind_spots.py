@@ -104,3 +104,28 @@ class BlocksLoopAtStart(_Base):
     async def start(self) -> None:
         await super().start()
         time.sleep(0.3)
+
+
+class AnyioWorkerIdle(_Base):
+    """The job sends one email through anyio.to_thread.run_sync (as AnyIO-based frameworks run sync tools),
+    then waits; the worker thread goes back to AnyIO's pool, idle: no live work after the stop."""
+
+    name = "known-anyio-worker-idle"
+    seconds = 0.0
+
+    async def job(self) -> None:
+        import anyio.to_thread
+
+        await anyio.to_thread.run_sync(self._send)
+        await super().job()
+
+    def _send(self) -> None:
+        self.ctx.toolbox.call("send_email", EMAIL)
+        time.sleep(self.seconds)
+
+
+class AnyioWorkerBusy(AnyioWorkerIdle):
+    """The same, but the worker thread is still in the tool (a 60 s sleep) when the trial is audited."""
+
+    name = "known-anyio-worker-busy"
+    seconds = 60.0

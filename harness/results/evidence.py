@@ -1,0 +1,126 @@
+"""Evidence: each trial's ledger (the world's events and the trial's marks), kept next to its row.
+
+A row is a reduction of a ledger; whoever doubts a cell needs the ledger behind it. The runner appends
+one record per finished trial to `<out>/evidence/<adapter>.jsonl.gz`: `{"trial_id", "run_id", "events"}`,
+each record its own gzip member, written and flushed at once (like the rows: an interrupted run loses
+nothing it finished; a cut last member is ignored on reading, its trial still has its row). `gzip`
+and `zcat` read the file as one JSON Lines stream. `stopbench timeline DIR TRIAL` prints one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.results.rows import raw_file
+from harness.vocabulary import Event, Mark
+
+
+def evidence_file(out_dir: Path, adapter: str) -> Path:
+    """`<out>/evidence/<adapter>.jsonl.gz`, named as the adapter's raw rows are."""
+    return out_dir / "evidence" / (raw_file(out_dir, adapter).name + ".gz")
+
+
+def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"trial_id": trial_id, "run_id": run_id, "events": events}, separators=(",", ":"),
+                      default=str) + "\n"
+    with path.open("ab") as f:
+        f.write(gzip.compress(line.encode(), compresslevel=6, mtime=0))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete record, in order; a member cut short (a killed writer) ends the reading quietly."""
+    data = path.read_bytes()
+    while data:
+        member = zlib.decompressobj(wbits=31)  # one gzip member
+        try:
+            text = member.decompress(data)
+        except zlib.error:
+            return
+        if not member.eof:
+            return
+        data = member.unused_data
+        for line in text.decode().splitlines():
+            if line.strip():
+                yield json.loads(line)
+
+
+def find_trial(out_dir: Path, trial: str) -> dict[str, Any] | None:
+    """The record whose trial_id or run_id is `trial` (a unique prefix of a trial_id is enough)."""
+    hits = []
+    for path in sorted((out_dir / "evidence").glob("*.jsonl.gz")):
+        for record in read_evidence(path):
+            if trial in (record["trial_id"], record["run_id"]):
+                return record
+            if record["trial_id"].startswith(trial):
+                hits.append(record)
+    return hits[0] if len(hits) == 1 else None
+
+
+def merge_evidence(sources: list[Path], out: Path) -> dict[str, int]:
+    """The sources' evidence into `out` (as `stopbench merge` does rows): per file, records of trials not
+    there yet, in the order the sources are given. Returns how many records each file gained."""
+    added: dict[str, int] = {}
+    for src in sources:
+        for path in sorted((src / "evidence").glob("*.jsonl.gz")):
+            target = out / "evidence" / path.name
+            done = {r["trial_id"] for r in read_evidence(target)} if target.exists() else set()
+            added.setdefault(path.name, 0)
+            for record in read_evidence(path):
+                if record["trial_id"] not in done:
+                    append_evidence(target, record["trial_id"], record["run_id"], record["events"])
+                    done.add(record["trial_id"])
+                    added[path.name] += 1
+    return added
+
+
+def _describe(e: dict[str, Any]) -> str:
+    """One event in words: what it was, and the fields that say which."""
+    if e["event"] == Event.MARK:
+        data = e.get("data") or {}
+        detail = ", ".join(f"{k}={v}" for k, v in data.items() if k != "processes" and v not in (None, {}, []))
+        if data.get("processes"):
+            detail += (", " if detail else "") + f"processes={len(data['processes'])}"
+        return f"mark {e.get('name')}" + (f" ({detail[:160]})" if detail else "")
+    keys = [k for k in ("kind", "effect_id", "logical", "req", "n", "what", "anchor", "pid", "role", "timeout")
+            if e.get(k) not in (None, "")]
+    detail = ", ".join(f"{k}={e[k]}" for k in keys)
+    if e.get("sent_t"):
+        detail += f", sent {(e['t'] - e['sent_t']) / 1e6:.1f} ms before"
+    return e["event"] + (f" ({detail})" if detail else "")
+
+
+def timeline(record: dict[str, Any]) -> str:
+    """The trial's ledger as lines `+ms  event`, from run start; a run of tokens is one line, and the
+    moment stop was pressed is the line every "after the stop" count starts from."""
+    events = sorted(record["events"], key=lambda e: e["t"])
+    start = next((e["t"] for e in events if e["event"] == Event.MARK and e.get("name") == Mark.RUN_STARTED),
+                 events[0]["t"] if events else 0)
+    lines = [f"trial {record['trial_id']}  run {record['run_id']}  ({len(events)} events; ms from run_started)"]
+    i = 0
+    while i < len(events):
+        e = events[i]
+        if e["event"] == Event.TOKEN:
+            j = i
+            while j + 1 < len(events) and events[j + 1]["event"] == Event.TOKEN:
+                j += 1
+            n = j - i + 1
+            span = f"{(events[j]['t'] - start) / 1e6:>10.1f}" if n > 1 else ""
+            lines.append(f"{(e['t'] - start) / 1e6:>10.1f}  " + (f"tokens x{n} (to {span.strip()} ms)" if n > 1
+                                                                  else "token"))
+            i = j + 1
+            continue
+        text = _describe(e)
+        if e["event"] == Event.MARK and e.get("name") == Mark.STOP_CALLED:
+            text = "=== STOP PRESSED === " + text
+        lines.append(f"{(e['t'] - start) / 1e6:>10.1f}  {text}")
+        i += 1
+    return "\n".join(lines)

@@ -1,0 +1,51 @@
+"""Evidence (issue #15): every row keeps the ledger behind it, and `stopbench timeline` shows it."""
+
+from __future__ import annotations
+
+import json
+
+from harness.results.evidence import append_evidence, evidence_file, find_trial, merge_evidence, read_evidence
+from harness.vocabulary import Event, Mark
+from tests.test_cli import stopbench
+from tests.test_trials import KA, run
+
+
+def test_every_row_keeps_its_ledger_and_the_timeline_shows_it(tmp_path):
+    rows = run(KA + "LeaksOneEmail", tmp_path, offsets=["at:50ms"], reps=2)
+    records = list(read_evidence(evidence_file(tmp_path, rows[0]["adapter"])))
+    assert [(r["trial_id"], r["run_id"]) for r in records] == [(r["trial_id"], r["run_id"]) for r in rows]
+    events = records[0]["events"]
+    names = [e.get("name") for e in events if e["event"] == Event.MARK]
+    assert names.count(Mark.STOP_CALLED) == 1 and names[-1] == Mark.REAPED
+    committed = [e for e in events if e["event"] == Event.EFFECT_COMMITTED]
+    assert len(committed) == 1  # the row's one leaked email, as the ledger had it
+
+    shown = stopbench("timeline", str(tmp_path), rows[0]["run_id"])
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    stop = next(i for i, line in enumerate(lines) if "STOP PRESSED" in line)
+    assert any("effect_committed (kind=email" in line for line in lines[stop:])
+
+
+def test_a_cut_last_record_loses_only_itself_and_merge_takes_each_trial_once(tmp_path):
+    path = tmp_path / "a" / "evidence" / "x.jsonl.gz"
+    append_evidence(path, "t1", "r1", [{"t": 1, "event": "mark", "name": "run_started"}])
+    append_evidence(path, "t2", "r2", [])
+    path.write_bytes(path.read_bytes()[:-7])  # a killed writer
+    assert [r["trial_id"] for r in read_evidence(path)] == ["t1"]
+    other = tmp_path / "b" / "evidence" / "x.jsonl.gz"
+    append_evidence(other, "t1", "r1", [])
+    append_evidence(other, "t3", "r3", [])
+    assert merge_evidence([tmp_path / "a", tmp_path / "b"], tmp_path / "m") == {"x.jsonl.gz": 2}
+    merged = list(read_evidence(tmp_path / "m" / "evidence" / "x.jsonl.gz"))
+    assert [r["trial_id"] for r in merged] == ["t1", "t3"] and merged[0]["events"][0]["name"] == "run_started"
+    assert find_trial(tmp_path / "m", "t3")["run_id"] == "r3"
+
+
+def test_timeline_of_an_unknown_trial_is_a_clear_error(tmp_path):
+    append_evidence(tmp_path / "evidence" / "x.jsonl.gz", "t1", "r1", [])
+    done = stopbench("timeline", str(tmp_path), "nope")
+    assert done.returncode == 2 and "'nope'" in done.stderr
+    bare = stopbench("timeline", str(tmp_path / "nowhere"), "t1")
+    assert bare.returncode == 2 and "no evidence/ folder" in bare.stderr
+    assert json.loads(json.dumps(find_trial(tmp_path, "t1")))["trial_id"] == "t1"
