@@ -126,7 +126,12 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
 
     assert [c["id"] for c in load_claims()] == [
         "langgraph_suspend_resume", "openai_agents_break_only_stops_reading", "crewai_thread_keeps_running",
-        "autogen_no_abort_state_dropped", "saga_closes_the_leak", "orphans_need_a_reaper"]
+        "autogen_no_abort_state_dropped",
+        # the new frameworks' claims, from their issues: no `order`, so by folder after the article's
+        "agent_framework_work_goes_on_after_cancel", "google_adk_break_leaves_the_invocation_running",
+        "google_adk_sync_close_does_not_cancel", "llamaindex_cancel_run_stops", "llamaindex_resume_after_cancel",
+        "pydantic_ai_tools_run_on_after_task_cancel", "pydantic_ai_agent_run_cancel_stops",
+        "saga_closes_the_leak", "orphans_need_a_reaper"]
     for path in sorted((REPO / "adapters").glob("*/claims.yaml")):  # a folder's claims are about its framework
         assert {c["framework"] for c in yaml.safe_load(path.read_text())} == {path.parent.name.replace("_", "-")}
     rows = [{"adapter": "whatever-name", "framework": "crewai", "mode": "abandon", "mitigation": "none",
@@ -139,3 +144,8 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
     assert judge(claim, pd.DataFrame(rows)) == (
         "confirmed", "1/1 trials kept generating tokens, asking the model, sending new effects or running threads "
                      "after the stop")
+    stops = {"framework": "crewai", "rule": "stops_cleanly", "mode": "abandon", "claim": "c"}
+    assert judge(stops, pd.DataFrame(rows))[0] == "refuted"  # the same trials, the opposite claim
+    rows[0].update(tokens_after_stop=0, threads_left=0)
+    assert judge(stops, pd.DataFrame(rows))[0] == "confirmed"
+    assert judge(claim, pd.DataFrame(rows))[0] == "refuted"

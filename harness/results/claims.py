@@ -49,7 +49,8 @@ steps is read by what it measured.
 - orphans clean  = yes if orphans == 0 in every trial; else no (k/n trials left processes running).
 - tokens+ / leaked / lie ms / tax $ = medians over ok trials (tax from data/prices.yaml).
 Claims are judged over the same trials, read the same way, their reasons named in the verdict: a trial that
-went wrong in or before the stop phase kept running (keeps_running) and did not abort at its anchor
+went wrong in or before the stop phase kept running (keeps_running; stops_cleanly is its opposite claim, over
+the same trials: confirmed when none kept running) and did not abort at its anchor
 (no_abort_and_no_resume: a mode aborts only if every event trial of it aborted); one that hung or failed in
 resume did not resume (resumes_cleanly, no_abort_and_no_resume); a saga cell closes its leak only if every
 saga trial of it has effects_leaked == 0 and none went wrong in or before the stop phase (saga_closes_leak).
@@ -236,9 +237,10 @@ def judge(claim: dict[str, Any], df) -> tuple[str, str]:
                                                                else "") + " (skipped trials left out)"
     n = len(base)
     broke = _stop_broke(base)
-    if rule == "keeps_running":
+    if rule in ("keeps_running", "stops_cleanly"):  # one predicate, a claim of either polarity
         on = base[broke | _went_on(base) | (_num(base, "tokens_after_stop") > 1) | (_num(base, "threads_left") > 0)]
-        verdict = "confirmed" if len(on) == n else ("refuted" if len(on) == 0 else "partly")
+        kept, none_kept = ("confirmed", "refuted") if rule == "keeps_running" else ("refuted", "confirmed")
+        verdict = kept if len(on) == n else (none_kept if len(on) == 0 else "partly")
         return verdict, (f"{len(on)}/{n} trials kept generating tokens, asking the model, sending new effects or "
                          "running threads after the stop" + (f"; counted among them, as not stopped: "
                                                              f"{_causes(base[broke], True)}" if broke.any() else ""))
