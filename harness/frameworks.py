@@ -46,6 +46,7 @@ class Framework:
     folder: Path
     dependencies: tuple[str, ...]
     variants: tuple[Variant, ...] = ()
+    docs: str = ""  # the framework's own documentation of its stop / cancel (the report links it)
 
     @property
     def constraints(self) -> Path | None:
@@ -74,9 +75,13 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    unknown = set(data) - {"dependencies", "variants"}
+    unknown = set(data) - {"dependencies", "variants", "docs"}
     if unknown:
-        raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: dependencies, variants)")
+        raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} "
+                             "(known: dependencies, variants, docs)")
+    docs = data.get("docs", "")
+    if not isinstance(docs, str) or (docs and not docs.startswith("https://")):
+        raise FrameworkError(f"{path}: docs: expected an https:// link, got {docs!r}")
     deps = _strings(data.get("dependencies", []), f"{path}: dependencies")
     variants = []
     for i, v in enumerate(data.get("variants", [])):
@@ -84,7 +89,7 @@ def load(folder: Path) -> Framework:
         if not isinstance(v, dict) or not isinstance(v.get("adapter"), str) or ":" not in v["adapter"]:
             raise FrameworkError(f"{where}.adapter: expected an import path package.module:Class")
         variants.append(Variant(v["adapter"], _strings(v.get("args", []), f"{where}.args")))
-    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants))
+    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants), docs)
 
 
 def discover(root: Path = ROOT) -> list[Framework]:

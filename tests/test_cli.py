@@ -142,7 +142,8 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
     assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "index.html").exists()
     assert "## Capability table, measured" in readme and "can abort      = yes if" in readme
     assert "Saga compensation closes the leak" in readme
-    assert (tmp_path / "tokens_after_stop.png").stat().st_size > 1000
+    assert (tmp_path / "lie_ms.svg").stat().st_size > 1000  # time-offset trials: their lie ms, one point each
+    assert f"{out}:2" in (tmp_path / "index.html").read_text()  # the page says so too
 
 
 def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):

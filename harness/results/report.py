@@ -5,7 +5,7 @@ A corrupt line in a raw file is listed in the report (file:line) and skipped; it
 
 from __future__ import annotations
 
-import html
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -116,18 +116,6 @@ def capability(df) -> Any:
     return pd.DataFrame(out)
 
 
-def claims_table(df) -> Any:
-    import pandas as pd
-
-    from harness.results.claims import judge, load_claims
-
-    out = []
-    for claim in load_claims():
-        verdict, evidence = judge(claim, df)
-        out.append({"claim": claim["claim"], "verdict": verdict, "decided by": evidence})
-    return pd.DataFrame(out)
-
-
 def mitigations(df) -> Any:
     """How much each mitigation recovers, on the cells measured with more than one mitigation."""
     import pandas as pd
@@ -194,7 +182,35 @@ def _md(df) -> str:
     return df.to_markdown(index=False) + "\n"
 
 
+def numeric_summary(df) -> Any:
+    """summary.csv: one line per adapter x mode x mitigation, every value a number (median, min and max of
+    the ok trials apart; counts of each status), for a spreadsheet or a script."""
+    import pandas as pd
+
+    out = []
+    for (adapter, mode, mitigation), g in df.groupby(["adapter", "mode", "mitigation"], sort=True):
+        ok = g[g["status"] == "ok"]
+        line: dict[str, Any] = {"framework": g["framework"].iloc[0], "adapter": adapter, "mode": mode,
+                                "mitigation": mitigation, "trials": len(g)}
+        for status in ("ok", "hung", "failed", "runaway", "skipped"):
+            line[status] = int((g["status"] == status).sum())
+        line["late_stop"] = int((g["trigger_precise"] == False).sum())  # noqa: E712
+        for name in SUMMARY:
+            values = pd.to_numeric(ok[name], errors="coerce").dropna()
+            if schema.field(name).precise_only:
+                values = pd.to_numeric(ok[ok["trigger_precise"] != False][name], errors="coerce").dropna()  # noqa: E712
+            for stat, v in (("median", values.median()), ("min", values.min()), ("max", values.max())):
+                line[f"{name}_{stat}"] = None if values.empty else round(float(v), 3)
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def _records(df) -> list[dict[str, Any]]:
+    return json.loads(df.to_json(orient="records")) if df is not None and not df.empty else []
+
+
 def write_report(raw_dir: Path, to: Path) -> list[Path]:
+    """results/: the site (index.html first), README.md, CSV and JSON, plots. Every number from the rows."""
     df, bad = load(raw_dir)
     to.mkdir(parents=True, exist_ok=True)
     if df.empty:
@@ -202,39 +218,86 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         text += _corrupt_md(bad)
         (to / "README.md").write_text(text)
         return [to / "README.md"]
-    from harness.results.claims import CAPABILITY_RULES
+    from harness.results.claims import CAPABILITY_RULES, judge, load_claims
+    from harness.results.plots import write_plots
+    from harness.results.scorecard import BEST_RULE, scorecard
+    from harness.results.site import write_site
 
+    for old in ("tokens_after_stop.png", "effects_leaked.png", "lie_ms.png"):  # the plots of earlier reports
+        (to / old).unlink(missing_ok=True)
     plots = write_plots(df, to)
+    cards = scorecard(df)
+    claims = []
+    for claim in load_claims():
+        verdict, decided_by = judge(claim, df)
+        claims.append({**claim, "verdict": verdict, "evidence": decided_by})
+    cap = capability(df)
     sections = [
-        ("Capability table, measured", capability(df)),
-        ("The article's claims, checked", claims_table(df)),
-        ("Summary: each stop button", summary(df)),
-        ("Mitigations: what the harness-side saga and idempotency keys recover", mitigations(df)),
-        ("Where saga+idempotent does not reach 0 (leaked or repeated)", mitigation_gaps(df)),
-        ("Event-anchored trials (deterministic: repetitions must agree)", by_offset(df)),
-        ("Time-anchored trials (spread)", time_spread(df)),
-        ("Trials that did not finish ok", problems(df)),
-        ("Measured on", environments(df)),
+        ("Capability table, measured", "capability", cap),
+        ("Summary: each stop button", "summary", summary(df)),
+        ("Mitigations: what the harness-side saga and idempotency keys recover", "mitigations", mitigations(df)),
+        ("Where saga+idempotent does not reach 0 (leaked or repeated)", "gaps", mitigation_gaps(df)),
+        ("Event-anchored trials (deterministic: repetitions must agree)", "event", by_offset(df)),
+        ("Time-anchored trials (spread)", "time", time_spread(df)),
+        ("Trials that did not finish ok", "problems", problems(df)),
+        ("Measured on", "environments", environments(df)),
     ]
-    md = ["# stopbench results\n", f"{len(df)} trials from `{raw_dir}/raw/`. Regenerate with `nox -s report`.\n",
-          "```\n" + RULES + "```\n"]
-    for title, table in sections:
-        md += [f"## {title}\n", _md(table)]
-        if title.startswith("Capability"):
-            md.append("```\n" + CAPABILITY_RULES + "```\n")
-    md.append("## Plots\n")
-    md += [f"![{p.stem}]({p.name})\n" for p in plots]
-    md.append(_corrupt_md(bad))
-    readme = to / "README.md"
-    readme.write_text("\n".join(md))
     summary_csv = to / "summary.csv"
-    sections[0][1].to_csv(summary_csv, index=False)
+    numeric_summary(df).to_csv(summary_csv, index=False)
+    capability_csv = to / "capability.csv"
+    cap.to_csv(capability_csv, index=False)
     rows_csv = to / "rows.csv"  # every stored field, in the schema's order; objects (versions, by kind) left out
     flat = df[[c for c in df.columns if c not in schema.FIELDS or schema.FIELDS[c].type is not dict]]
     flat.to_csv(rows_csv, index=False)
-    page = to / "index.html"
-    page.write_text(_html(sections, bad, len(df), plots))
-    return [readme, summary_csv, rows_csv, page, *plots]
+    summary_json = to / "summary.json"
+    summary_json.write_text(json.dumps({
+        "trials": len(df), "best_rule": BEST_RULE, "scorecard": cards,
+        "claims": [{k: c[k] for k in ("id", "framework", "claim", "rule", "verdict", "evidence")} for c in claims],
+        "capability": _records(cap)}, indent=1, default=str) + "\n")
+    readme = to / "README.md"
+    readme.write_text(_markdown(df, raw_dir, cards, claims, sections, plots, bad, CAPABILITY_RULES, BEST_RULE))
+    shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
+    notes = {
+        "lede": (f"{len(df)} trials of {df['framework'].nunique()} agent frameworks and a reference agent: the same "
+                 "scripted job, a stop pressed at controlled moments, and everything counted from the outside by a "
+                 "world that plays the model provider and the services (tokens after the stop, side effects that "
+                 "still landed, processes and threads left, repeats on resume). Every number links down to the "
+                 "trials behind it, and each trial to its timeline."),
+        "best_rule": BEST_RULE[0].upper() + BEST_RULE[1:],
+        "rules": RULES + "\n" + CAPABILITY_RULES,
+        "unreadable": "; ".join(str(b) for b in bad),
+        "footer": f"Generated by `stopbench report` from {raw_dir}/raw/ (rows measured at {shas}).",
+    }
+    pages = write_site(df, to, claims, cards, sections, plots,
+                       [summary_csv, capability_csv, rows_csv, summary_json], notes)
+    return [readme, summary_csv, capability_csv, rows_csv, summary_json, *plots, *pages]
+
+
+def _markdown(df, raw_dir: Path, cards, claims, sections, plots, bad, capability_rules: str, best_rule: str) -> str:
+    import pandas as pd
+
+    score = pd.DataFrame([{
+        "framework": c["framework"], "best button": c["best"]["mode"], "stops the run?": c["best"]["can_abort"],
+        "tokens after stop": c["best"]["tokens_after_stop"], "effects leaked": c["best"]["effects_leaked"],
+        "hung": f"{c['best']['hung']}/{c['best']['trials']}",
+        "leaving processes": f"{c['best']['processes_left']}/{c['best']['trials']}",
+        "resume repeats": f"{c['best']['resume_repeats']}/{c['best']['resumed']}"} for c in cards])
+    md = ["# stopbench results\n",
+          f"{len(df)} trials from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report is "
+          "[index.html](index.html) (a page per framework, every trial behind every cell, a timeline per trial).\n",
+          "## Scorecard: each framework's best stop button\n", _md(score), f"_{best_rule}._\n",
+          "## The article's claims, checked\n",
+          _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"], "decided by": c["evidence"]}
+                            for c in claims])),
+          "## How to read these tables\n", "```\n" + RULES + "```\n"]
+    for title, _, table in sections:
+        md += [f"## {title}\n", _md(table)]
+        if title.startswith("Capability"):
+            md.append("```\n" + capability_rules + "```\n")
+    md.append("## Plots\n")
+    md += [f"![{p.stem}]({p.name})\n" for p in plots]
+    md.append(_corrupt_md(bad))
+    return "\n".join(md)
 
 
 def _corrupt_md(bad: list[CorruptLine]) -> str:
@@ -242,88 +305,3 @@ def _corrupt_md(bad: list[CorruptLine]) -> str:
         return ""
     lines = "\n".join(f"- `{b}`" for b in bad)
     return f"## Unreadable result lines (skipped)\n\n{lines}\n"
-
-
-def _html(sections, bad: list[CorruptLine], n: int, plots: list[Path]) -> str:
-    parts = ["<!doctype html><meta charset=utf-8><title>stopbench results</title>",
-             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse;"
-             "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px}th{background:#eee}</style>",
-             f"<h1>stopbench results</h1><p>{n} trials.</p><pre>{html.escape(RULES)}</pre>"]
-    for title, table in sections:
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        parts.append(table.to_html(index=False, escape=True) if table is not None and not table.empty
-                     else "<p><i>none</i></p>")
-    parts += [f'<h2>{html.escape(p.stem)}</h2><img src="{p.name}" style="max-width:100%">' for p in plots]
-    if bad:
-        parts.append("<h2>Unreadable result lines</h2><ul>" +
-                     "".join(f"<li><code>{html.escape(str(b))}</code></li>" for b in bad) + "</ul>")
-    return "\n".join(parts)
-
-
-def write_plots(df, to: Path) -> list[Path]:
-    """PNG plots, readable without the text: titles, units, legends."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ok = df[(df["status"] == "ok") & (df["mitigation"] == "none")].copy()
-    if ok.empty:
-        return []
-    ok["who"] = ok["adapter"] + " / " + ok["mode"]
-    ok["where"] = ok["scenario"] + "\n" + ok["offset"]
-    written = []
-
-    # 1. tokens after stop by offset, one line per framework x mode
-    med = ok.groupby(["who", "where"])["tokens_after_stop"].median().unstack("where")
-    fig, ax = plt.subplots(figsize=(max(8, 0.6 * med.shape[1] + 4), 5))
-    for who, row in med.iterrows():
-        ax.plot(range(len(row)), row.values, marker="o", label=who)
-    ax.set_xticks(range(med.shape[1]), med.columns, rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("tokens generated after stop (median, log scale)")
-    ax.set_yscale("symlog", linthresh=1)
-    ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title("Tokens spent after the stop, by scenario and offset")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    written.append(_save(fig, to / "tokens_after_stop.png"))
-
-    # 2. effects leaked heatmap: framework x mode against event anchors
-    ev = ok[ok["offset_kind"] == "event"]
-    if not ev.empty:
-        heat = ev.groupby(["who", "where"])["effects_leaked"].median().unstack("where")
-        fig, ax = plt.subplots(figsize=(max(8, 0.55 * heat.shape[1] + 4), max(3, 0.35 * heat.shape[0] + 2)))
-        top = max(1.0, float(__import__("numpy").nanmax(heat.values)))
-        im = ax.imshow(heat.values, aspect="auto", cmap="Reds", vmin=0, vmax=top)
-        ax.set_xticks(range(heat.shape[1]), heat.columns, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(heat.shape[0]), heat.index, fontsize=8)
-        for (i, j), v in __import__("numpy").ndenumerate(heat.values):
-            if v == v:  # not NaN
-                ax.text(j, i, f"{v:g}", ha="center", va="center", fontsize=7)
-        fig.colorbar(im, ax=ax, label="effects leaked (median)")
-        ax.set_title("Side effects that landed after the stop and were never undone (event anchors)")
-        fig.tight_layout()
-        written.append(_save(fig, to / "effects_leaked.png"))
-
-    # 3. lie_ms distributions
-    groups = [(who, g[g["trigger_precise"] != False]["lie_ms"].dropna().values)  # noqa: E712 (late stops: out)
-              for who, g in ok.groupby("who")]
-    groups = [(w, v) for w, v in groups if len(v)]
-    if groups:
-        fig, ax = plt.subplots(figsize=(8, max(3, 0.4 * len(groups) + 1.5)))
-        ax.boxplot([v for _, v in groups], orientation="horizontal", tick_labels=[w for w, _ in groups])
-        ax.set_xscale("symlog")
-        ax.set_xlabel("lie_ms: from stop() returning to the run's last action (ms)")
-        ax.set_title("How long the stop button lies")
-        fig.tight_layout()
-        written.append(_save(fig, to / "lie_ms.png"))
-    return written
-
-
-def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path

@@ -1,0 +1,177 @@
+"""The published report as a static site: a headline page that answers in 30 seconds, a page per framework,
+a page per stop button listing every trial behind it, and a timeline for any trial from its evidence.
+
+Plain files (jinja2 templates in harness/results/templates, one CSS and one JS file, no CDN): they work
+opened from disk and on GitHub Pages. A trial's timeline is drawn in the browser from the evidence kept
+with its row (harness/results/evidence.py), embedded in its button's page as the gzip the run wrote,
+base64 (DecompressionStream unpacks it), so no page fetches anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import gzip
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from harness.frameworks import discover
+from harness.results import schema
+from harness.results.evidence import read_evidence
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+ROOT = Path(__file__).resolve().parents[2]
+#: the columns of a button's trial table, in order (labels from the schema)
+TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_new",
+                "effects_leaked", "lie_ms", "stop_return_ms", "threads_left", "orphans", "resume_ok",
+                "resume_duplicate_effects")
+
+
+def slug(*parts: str) -> str:
+    """A file name for an adapter / mode / framework: letters, digits, - and _ only."""
+    return "--".join(re.sub(r"[^A-Za-z0-9_-]+", "_", p) for p in parts)
+
+
+def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
+    """(adapter name, mode) -> what the button presses, read from the adapters' source (`stop_modes`) without
+    importing any framework: the report runs where no framework is installed."""
+    texts: dict[tuple[str, str], str] = {}
+    for path in sorted((root / "adapters").glob("*/*.py")):
+        try:
+            tree = ast.parse(path.read_text())
+        except (OSError, SyntaxError):
+            continue
+        classes: dict[str, dict[str, Any]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            found: dict[str, Any] = {"bases": [b.id for b in node.bases if isinstance(b, ast.Name)]}
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    key = stmt.targets[0].id
+                    if key in ("name", "stop_modes"):
+                        try:
+                            found[key] = ast.literal_eval(stmt.value)
+                        except ValueError:
+                            pass
+            classes[node.name] = found
+        for found in classes.values():
+            modes, seen = found.get("stop_modes"), found
+            while modes is None and seen.get("bases"):  # inherited from a class of the same module
+                seen = classes.get(seen["bases"][0], {})
+                modes = seen.get("stop_modes")
+            if isinstance(found.get("name"), str) and isinstance(modes, dict):
+                for mode, text in modes.items():
+                    texts[(found["name"], mode)] = str(text)
+    return texts
+
+
+def _num(v: Any) -> str:
+    if v is None or v != v:  # None or NaN
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:g}" if v == int(v) or abs(v) >= 100 else f"{v:.1f}"
+    return str(v)
+
+
+def _evidence_blob(paths: list[Path], trial_ids: set[str]) -> tuple[str, int]:
+    """The evidence records of these trials as base64 of one gzip of JSON lines, and how many were found."""
+    lines = []
+    for path in paths:
+        if path.exists():
+            lines += [json.dumps(r, separators=(",", ":")) for r in read_evidence(path) if r["trial_id"] in trial_ids]
+    if not lines:
+        return "", 0
+    packed = gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=9, mtime=0)
+    return base64.b64encode(packed).decode(), len(lines)
+
+
+def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
+               tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
+               notes: dict[str, str]) -> list[Path]:
+    """index.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, assets/. Returns the pages."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _num
+    env.filters["slug"] = lambda s: slug(s)
+    assets = out / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    for name in ("site.css", "site.js"):
+        shutil.copyfile(TEMPLATES / name, assets / name)
+    for stale in ("frameworks", "buttons"):  # pages of buttons no longer measured must not linger
+        shutil.rmtree(out / stale, ignore_errors=True)
+    folders = {f.name: f for f in discover(ROOT)}
+    texts = mode_texts(ROOT)
+    written = []
+    common = {"n_trials": len(df), "notes": notes}
+
+    index = out / "index.html"
+    index.write_text(env.get_template("index.html.j2").render(
+        **common, root="", cards=cards, claims=claims, tables=[(t, a, _html_table(d)) for t, a, d in tables],
+        plots=[p.name for p in plots], downloads=[d.name for d in downloads]))
+    written.append(index)
+    details = out / "details.html"
+    details.write_text(env.get_template("details.html.j2").render(
+        **common, root="", rules=notes.get("rules", ""), tables=[(t, a, _html_table(d)) for t, a, d in tables]))
+    written.append(details)
+
+    (out / "frameworks").mkdir(exist_ok=True)
+    (out / "buttons").mkdir(exist_ok=True)
+    for card in cards:
+        fw = card["framework"]
+        folder = folders.get(fw)
+        readme = _source_link(f"adapters/{folder.folder.name}/README.md", out / "frameworks") if folder else None
+        page = out / "frameworks" / f"{slug(fw)}.html"
+        page.write_text(env.get_template("framework.html.j2").render(
+            **common, root="../", card=card, readme=readme, docs=folder.docs if folder else "",
+            texts={f"{b['adapter']}|{b['mode']}": texts.get((b["adapter"], b["mode"]), "") for b in card["buttons"]},
+            claims=[c for c in claims if c["framework"] == fw]))
+        written.append(page)
+        for b in card["buttons"]:
+            written.append(_button_page(env, df, out, common, fw, b, texts.get((b["adapter"], b["mode"]), "")))
+    return written
+
+
+def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, Any], text: str) -> Path:
+    rows = df[(df["adapter"] == b["adapter"]) & (df["mode"] == b["mode"])].sort_values(
+        ["mitigation", "scenario", "offset", "tool_style", "rep"])
+    raw = out / "raw"
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in b["adapter"])
+    blob, found = _evidence_blob([out / "evidence" / f"{safe}.jsonl.gz"], set(rows["trial_id"]))
+    trials = []
+    for _, r in rows.iterrows():
+        trials.append({"trial_id": r["trial_id"], "run_id": r["run_id"], "scenario": r["scenario"],
+                       "offset": r["offset"], "tool_style": r["tool_style"], "mitigation": r["mitigation"],
+                       "rep": r["rep"], "status": r["status"],
+                       "reason": r["reason"] if isinstance(r["reason"], str) else "",
+                       "cells": [r.get(f) for f in TRIAL_FIELDS]})
+    page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
+    page.write_text(env.get_template("button.html.j2").render(
+        **common, root="../", framework=framework, b=b, text=text, trials=trials,
+        labels=[schema.label(f) or f for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
+        raw_file=f"../raw/{safe}.jsonl" if (raw / f"{safe}.jsonl").exists() else None))
+    return page
+
+
+def _html_table(df) -> str:
+    """A pandas table as a sortable HTML table (site.js sorts any table.sortable by a header click)."""
+    if df is None or df.empty:
+        return "<p class=none>none</p>"
+    return df.to_html(index=False, escape=True, classes="sortable", border=0)
+
+
+def _source_link(path: str, page_dir: Path) -> str:
+    """A link to a file of the repository: under STOPBENCH_SOURCE_URL (e.g. the repo's blob URL at the
+    commit, for GitHub Pages) when set, else relative to the page (results/ inside the checkout)."""
+    base = os.environ.get("STOPBENCH_SOURCE_URL", "").rstrip("/")
+    if base:
+        return f"{base}/{path}"
+    return os.path.relpath(ROOT / path, page_dir.resolve())
