@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 
-from harness.results.evidence import append_evidence, evidence_file, find_trial, merge_evidence, read_evidence
+from harness.results.evidence import (
+    append_evidence,
+    evidence_file,
+    find_trial,
+    merge_evidence,
+    pack,
+    read_evidence,
+    unpack,
+)
+from harness.results.site import view
 from harness.vocabulary import Event, Mark
 from tests.test_cli import stopbench
 from tests.test_trials import KA, run
@@ -49,3 +58,21 @@ def test_timeline_of_an_unknown_trial_is_a_clear_error(tmp_path):
     bare = stopbench("timeline", str(tmp_path / "nowhere"), "t1")
     assert bare.returncode == 2 and "no evidence/ folder" in bare.stderr
     assert json.loads(json.dumps(find_trial(tmp_path, "t1")))["trial_id"] == "t1"
+
+
+def test_token_runs_are_stored_packed_and_read_back_exactly(tmp_path):
+    """Tokens are most of a ledger: a run of one request's tokens is one entry on disk, every event on reading."""
+    events = [{"t": 10, "event": "llm_request", "req": 1}]
+    events += [{"t": 100 + 7 * i + i % 3, "event": "token", "req": 1, "i": i} for i in range(50)]
+    events += [{"t": 500, "event": "mark", "name": Mark.STOP_CALLED, "data": {}}]
+    events += [{"t": 600 + i, "event": "token", "req": 1, "i": 50 + i} for i in range(5)]  # the run goes on
+    events += [{"t": 700, "event": "token", "req": 2, "i": 0}, {"t": 701, "event": "token", "req": 1, "i": 9}]
+    packed = pack(events)
+    assert [e["event"] for e in packed] == ["llm_request", "tokens", "mark", "tokens", "tokens", "tokens"]
+    assert unpack(json.loads(json.dumps(packed))) == events
+    append_evidence(tmp_path / "e.jsonl.gz", "t1", "r1", events)
+    (record,) = read_evidence(tmp_path / "e.jsonl.gz")
+    assert record["events"] == events
+    shown = [(e["event"], e.get("n"), e.get("after")) for e in view(events)]
+    assert shown == [("llm_request", None, None), ("tokens", 50, False), ("mark", None, None),
+                     ("tokens", 5, True), ("tokens", 1, True), ("tokens", 1, True)]

@@ -5,6 +5,10 @@ one record per finished trial to `<out>/evidence/<adapter>.jsonl.gz`: `{"trial_i
 each record its own gzip member, written and flushed at once (like the rows: an interrupted run loses
 nothing it finished; a cut last member is ignored on reading, its trial still has its row). `gzip`
 and `zcat` read the file as one JSON Lines stream. `stopbench timeline DIR TRIAL` prints one.
+
+Streamed tokens are most of a ledger (a long answer is 2,000 `token` events), so a run of consecutive
+token events of one request is stored as one `tokens` entry: the first one's time `t`, its index `i0`,
+and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly.
 """
 
 from __future__ import annotations
@@ -26,9 +30,46 @@ def evidence_file(out_dir: Path, adapter: str) -> Path:
     return out_dir / "evidence" / (raw_file(out_dir, adapter).name + ".gz")
 
 
+TOKEN_KEYS = {"t", "event", "req", "i"}  # a token event as the world records it (harness/world/model_api.py)
+
+
+def pack(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs of consecutive token events of one request as `tokens` entries (t, req, i0, dt: gaps in ns)."""
+    out: list[dict[str, Any]] = []
+    run: dict[str, Any] | None = None
+    last = 0
+    for e in events:
+        if e.get("event") == Event.TOKEN and set(e) == TOKEN_KEYS:
+            if run is not None and run["req"] == e["req"] and run["i0"] + len(run["dt"]) + 1 == e["i"]:
+                run["dt"].append(e["t"] - last)
+            else:
+                run = {"event": "tokens", "req": e["req"], "i0": e["i"], "t": e["t"], "dt": []}
+                out.append(run)
+            last = e["t"]
+            continue
+        run = None
+        out.append(e)
+    return out
+
+
+def unpack(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`pack`'s inverse: every token event back, in order."""
+    out: list[dict[str, Any]] = []
+    for e in events:
+        if e.get("event") != "tokens":
+            out.append(e)
+            continue
+        t = e["t"]
+        out.append({"t": t, "event": Event.TOKEN.value, "req": e["req"], "i": e["i0"]})
+        for k, gap in enumerate(e["dt"], 1):
+            t += gap
+            out.append({"t": t, "event": Event.TOKEN.value, "req": e["req"], "i": e["i0"] + k})
+    return out
+
+
 def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"trial_id": trial_id, "run_id": run_id, "events": events}, separators=(",", ":"),
+    line = json.dumps({"trial_id": trial_id, "run_id": run_id, "events": pack(events)}, separators=(",", ":"),
                       default=str) + "\n"
     with path.open("ab") as f:
         f.write(gzip.compress(line.encode(), compresslevel=6, mtime=0))
@@ -50,7 +91,9 @@ def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
         data = member.unused_data
         for line in text.decode().splitlines():
             if line.strip():
-                yield json.loads(line)
+                record = json.loads(line)
+                record["events"] = unpack(record["events"])
+                yield record
 
 
 def find_trial(out_dir: Path, trial: str) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.evidence import read_evidence
+from harness.vocabulary import Mark
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,12 +81,33 @@ def _num(v: Any) -> str:
     return str(v)
 
 
+def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a timeline shows of a ledger: every event, but each run of tokens as one `tokens` entry (how many,
+    first and last time), split where stop was pressed so the tokens after the stop stand apart."""
+    stop = next((e["t"] for e in events if e["event"] == "mark" and e.get("name") == Mark.STOP_CALLED), None)
+    out: list[dict[str, Any]] = []
+    for e in sorted(events, key=lambda e: e["t"]):
+        if e["event"] != "token":
+            out.append(e)
+            continue
+        last = out[-1] if out else None
+        after = stop is not None and e["t"] > stop
+        if last is not None and last["event"] == "tokens" and last["req"] == e.get("req") and last["after"] == after:
+            last["n"] += 1
+            last["t_last"] = e["t"]
+        else:
+            out.append({"event": "tokens", "req": e.get("req"), "n": 1, "t": e["t"], "t_last": e["t"], "after": after})
+    return out
+
+
 def _evidence_blob(paths: list[Path], trial_ids: set[str]) -> tuple[str, int]:
-    """The evidence records of these trials as base64 of one gzip of JSON lines, and how many were found."""
+    """The timelines of these trials (`view` of their evidence) as base64 of one gzip of JSON lines, and how
+    many were found. The page shows what the view keeps; the evidence file keeps every event."""
     lines = []
     for path in paths:
         if path.exists():
-            lines += [json.dumps(r, separators=(",", ":")) for r in read_evidence(path) if r["trial_id"] in trial_ids]
+            lines += [json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"))
+                      for r in read_evidence(path) if r["trial_id"] in trial_ids]
     if not lines:
         return "", 0
     packed = gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=9, mtime=0)

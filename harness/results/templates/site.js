@@ -77,11 +77,17 @@ function drawTimeline(record, row) {
   let svg = '<svg viewBox="0 0 1000 46" preserveAspectRatio="none" role="img" aria-label="timeline">' +
     '<line x1="0" y1="30" x2="1000" y2="30" stroke="#bbb"/>';
   for (const e of events) {
-    const color = MARKER[e.event];
-    if (!color || e.t < t0) continue;
+    if (e.t < t0) continue;
     const x = (1000 * (e.t - t0)) / span;
-    svg += '<line x1="' + x.toFixed(1) + '" y1="' + (e.event === "token" ? 24 : 16) + '" x2="' + x.toFixed(1) +
-      '" y2="36" stroke="' + color + '"/>';
+    if (e.event === "tokens") {  // a run of streamed tokens: a band from the first to the last
+      const w = Math.max(1.5, (1000 * (e.t_last - e.t)) / span);
+      svg += '<rect x="' + x.toFixed(1) + '" y="24" width="' + w.toFixed(1) + '" height="12" fill="' +
+        (e.after ? "#e8a3a3" : MARKER.token) + '"/>';
+      continue;
+    }
+    const color = MARKER[e.event];
+    if (!color) continue;
+    svg += '<line x1="' + x.toFixed(1) + '" y1="16" x2="' + x.toFixed(1) + '" y2="36" stroke="' + color + '"/>';
   }
   if (stop) {
     const x = (1000 * (stop.t - t0)) / span;
@@ -93,11 +99,8 @@ function drawTimeline(record, row) {
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     let text;
-    if (e.event === "token") {
-      let j = i;
-      while (j + 1 < events.length && events[j + 1].event === "token") j++;
-      text = j > i ? "tokens x" + (j - i + 1) + " (to " + ms(events[j].t) + " ms)" : "token";
-      i = j;
+    if (e.event === "tokens") {
+      text = (e.n > 1 ? "tokens x" + e.n + " (to " + ms(e.t_last) + " ms)" : "token") + " of req " + e.req;
     } else {
       text = describe(e);
     }
