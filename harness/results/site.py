@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import base64
 import gzip
+import html
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.evidence import read_evidence
+from harness.results.plots import framework_colors
 from harness.vocabulary import Mark
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -131,6 +133,7 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
     for stale in ("frameworks", "buttons"):  # pages of buttons no longer measured must not linger
         shutil.rmtree(out / stale, ignore_errors=True)
     folders = {f.name: f for f in discover(ROOT)}
+    env.globals["colors"] = framework_colors(df["framework"])
     texts = mode_texts(ROOT)
     written = []
     common = {"n_trials": len(df), "notes": notes}
@@ -183,11 +186,16 @@ def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, 
     return page
 
 
-def _html_table(df) -> str:
-    """A pandas table as a sortable HTML table (site.js sorts any table.sortable by a header click)."""
+def _html_table(df, root: str = "") -> str:
+    """A pandas table as a sortable HTML table (site.js sorts any table.sortable by a header click). Where a
+    line names an adapter and a mode, the mode links to that button's page: every cell leads to its trials."""
     if df is None or df.empty:
         return "<p class=none>none</p>"
-    return df.to_html(index=False, escape=True, classes="sortable", border=0)
+    shown = df.astype(object).map(lambda v: html.escape(str(v)) if v is not None and v == v else "")
+    if {"adapter", "mode"} <= set(df.columns):
+        shown["mode"] = [f'<a href="{root}buttons/{slug(a, m)}.html">{html.escape(str(m))}</a>'
+                         for a, m in zip(df["adapter"], df["mode"], strict=True)]
+    return shown.to_html(index=False, escape=False, classes="sortable", border=0)
 
 
 def _source_link(path: str, page_dir: Path) -> str:
