@@ -6,6 +6,7 @@ and the world, keeps every finished row, and the next run with the same argument
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import select
@@ -16,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TextIO
 
 from harness.contract.adapter import Adapter
@@ -51,6 +53,7 @@ class RunOptions:
     observe_ms: float | None = None  # None: the scenario's observation floor (harness.scenario.DEFAULT_OBSERVE_MS)
     shard: Shard | None = None  # run only this shard of the matrix
     anchors: str = "all"  # all | event | time: only the trials whose offset is of that kind (ANCHOR_KINDS)
+    world_url: str | None = None  # a world already running (a test session's); None: start one for the run
 
     def __post_init__(self) -> None:
         """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
@@ -120,7 +123,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     started = time.monotonic()
     concurrency = Concurrency(opts.jobs)
     try:
-        with WorldProcess(opts.scenarios_dir) as world:
+        with _world(opts) as world:
             client = WorldClient(world.url)
             try:
                 warm_up(world.url)
@@ -149,6 +152,16 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
               f"(jobs {concurrency}); their rows say trigger_precise false and their timings stay out of "
               "the medians", file=log, flush=True)
     return rows
+
+
+@contextlib.contextmanager
+def _world(opts: RunOptions):
+    """The run's world: one started for it (and ended with it), or the one at `opts.world_url`."""
+    if opts.world_url:
+        yield SimpleNamespace(url=opts.world_url.rstrip("/"))
+        return
+    with WorldProcess(opts.scenarios_dir) as world:
+        yield world
 
 
 def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]], rows: list[dict[str, Any]],

@@ -50,6 +50,12 @@ def _sent_t(conn: Connection, received_ns: int) -> dict[str, int]:
     return {"sent_t": sent} if sent <= received_ns else {}
 
 
+def _shown(arguments: dict[str, Any]) -> dict[str, str]:
+    """The effect's arguments as the ledger keeps them (each cut to 80 characters): evidence says which
+    email went out, not only that one did."""
+    return {k: str(v)[:80] for k, v in list(arguments.items())[:8]}
+
+
 async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, Any]:
     tool = EFFECT_PATHS[path]
     kind = TOOL_KIND[tool]
@@ -63,7 +69,7 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     effect_id = f"{kind}_{n}"
     now = time.monotonic_ns()
     received = run.record(Event.EFFECT_RECEIVED, t=now, kind=kind, effect_id=effect_id, idempotency_key=key,
-                          logical=logical_effect(kind, arguments), n=n, **_sent_t(conn, now))
+                          logical=logical_effect(kind, arguments), n=n, args=_shown(arguments), **_sent_t(conn, now))
     anchored = run.count(Event.EFFECT_RECEIVED, kind)  # after the record: anchor_fired follows its event
     fut: asyncio.Future = asyncio.get_running_loop().create_future()
     eff = Effect(effect_id, kind, received["logical"], key, fut, received["t"])

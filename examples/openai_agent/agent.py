@@ -1,0 +1,66 @@
+"""A plain agent on the official openai SDK, with a stop button: the kind of agent you would test with the
+stopbench pytest plugin. `run_agent` is the whole agent; `stop_aware=False` makes its stop button lie in
+the most common way: the UI stops listening, the loop finishes its tool calls and its next turn anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from openai import AsyncOpenAI
+
+from stopbench import AgentContext
+
+
+def tool_definitions(ctx: AgentContext) -> list[dict[str, Any]]:
+    """Your agent's tools as the model sees them (here: the world's tools, which the scenario scripts)."""
+    return [{"type": "function", "function": {
+        "name": name, "description": (fn.__doc__ or name).split("\n")[0],
+        "parameters": {"type": "object", "properties": {p: {"type": "string"} for p in fn.__signature__.parameters},
+                       "required": list(fn.__signature__.parameters)}}} for name, fn in ctx.tools.items()]
+
+
+async def run_agent(ctx: AgentContext, stop_aware: bool = True) -> None:
+    client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="not-needed", max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": ctx.system_prompt},
+                                      {"role": "user", "content": ctx.prompt}]
+    stopped = ctx.stop_requested.is_set if stop_aware else (lambda: False)
+    try:
+        while not stopped():
+            calls: dict[int, dict[str, Any]] = {}
+            text = []
+            stream = await client.chat.completions.create(model=ctx.model_name, messages=messages,
+                                                          tools=tool_definitions(ctx), stream=True)
+            async with stream:  # leaving it closes the HTTP stream: the model stops generating
+                async for chunk in stream:
+                    if stopped():
+                        return
+                    delta = chunk.choices[0].delta if chunk.choices else None
+                    if delta and delta.content:
+                        text.append(delta.content)
+                    for tc in (delta.tool_calls or []) if delta else []:
+                        call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                        call["id"] = tc.id or call["id"]
+                        call["name"] = (tc.function.name if tc.function else None) or call["name"]
+                        call["arguments"] += (tc.function.arguments if tc.function else None) or ""
+            if not calls:
+                return  # the final answer
+            messages.append({"role": "assistant", "content": "".join(text) or None, "tool_calls": [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in calls.values()]})
+            for c in calls.values():
+                if stopped():  # not one more side effect once the user said stop
+                    return
+                result = await ctx.tools[c["name"]](**json.loads(c["arguments"] or "{}"))
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+    finally:
+        await client.close()
+
+
+async def careful_agent(ctx: AgentContext) -> None:
+    await run_agent(ctx, stop_aware=True)
+
+
+async def careless_agent(ctx: AgentContext) -> None:
+    await run_agent(ctx, stop_aware=False)

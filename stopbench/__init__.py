@@ -1,0 +1,24 @@
+"""stopbench for your own agent: run it through one trial with a stop pressed at a chosen moment, and check
+from the outside what it did after the stop (tokens, model requests, side effects, threads, processes).
+
+    from stopbench import AgentContext, run_trial
+
+    async def my_agent(ctx: AgentContext) -> None:
+        ...  # your agent, its model at ctx.model_base_url, its tools ctx.tools; it stops when
+             # ctx.stop_requested is set (or when its task is cancelled, with stop="cancel")
+
+    result = run_trial(my_agent, scenario="q3_report", offset="on:effect_received:email")
+    result.assert_stopped()   # StopLied: "1 email committed 212 ms after stop returned (to=ops@example.com ...)"
+
+In pytest, the plugin (registered as `stopbench`) gives a session world and `stopbench_trial`; see
+stopbench/pytest_plugin.py and examples/openai_agent/.
+"""
+
+from __future__ import annotations
+
+from harness import __version__
+from stopbench.agent import AgentContext, agent_adapter
+from stopbench.result import StopLied, TrialResult
+from stopbench.run import event_anchors, run_trial
+
+__all__ = ["AgentContext", "StopLied", "TrialResult", "__version__", "agent_adapter", "event_anchors", "run_trial"]

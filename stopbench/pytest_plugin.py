@@ -1,0 +1,49 @@
+"""The stopbench pytest plugin (entry point `stopbench`): test your own agent's stop button.
+
+Fixtures:
+- `stopbench_world`: one world per test session (its base URL); every trial of the session uses it.
+- `stopbench_trial(agent, scenario=..., offset=..., stop=..., tool_style=...)`: runs one trial, returns a
+  TrialResult (`.row`, `.events`, `.assert_stopped()`).
+- `stopbench_anchor`: parametrizes a test over a scenario's event anchors (`@pytest.mark.stopbench_scenario(name)`,
+  default q3_report), so one test checks the stop at every moment the scenario defines.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from stopbench.run import event_anchors, run_trial
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "stopbench_scenario(name): the scenario whose event anchors "
+                                       "`stopbench_anchor` runs over (default q3_report)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "stopbench_anchor" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("stopbench_scenario")
+        scenario = marker.args[0] if marker and marker.args else "q3_report"
+        metafunc.parametrize("stopbench_anchor", event_anchors(scenario))
+
+
+@pytest.fixture(scope="session")
+def stopbench_world() -> Iterator[str]:
+    from harness.trial.world_client import WorldProcess
+
+    with WorldProcess() as world:
+        yield world.url
+
+
+@pytest.fixture
+def stopbench_trial(stopbench_world: str, tmp_path_factory: pytest.TempPathFactory):
+    counter = itertools.count(1)
+
+    def trial(agent, **options):
+        out = tmp_path_factory.mktemp(f"stopbench-trial-{next(counter)}")
+        return run_trial(agent, world_url=stopbench_world, out=out, **options)
+
+    return trial

@@ -1,0 +1,44 @@
+"""Run your agent through one trial: the harness's own runner (a forked subject, the world, the audits)."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.results.evidence import evidence_file, read_evidence
+from harness.scenario import load_scenarios
+from harness.trial.runner import RunOptions, run_matrix
+from stopbench.agent import AgentContext, agent_adapter
+from stopbench.result import TrialResult
+
+
+def event_anchors(scenario: str = "q3_report") -> list[str]:
+    """The scenario's event-anchored offsets (each a stop moment every run hits exactly), to parametrize over."""
+    scenarios = load_scenarios()
+    if scenario not in scenarios:
+        raise ValueError(f"unknown scenario {scenario!r} (known: {', '.join(sorted(scenarios))})")
+    return [o.text for o in scenarios[scenario].offsets if o.is_event]
+
+
+def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_report",
+              offset: str = "on:effect_received:email", stop: str = "event", tool_style: str = "async",
+              observe_ms: float | None = None, world_url: str | None = None, out: Path | None = None) -> TrialResult:
+    """One trial of `agent` (see stopbench.agent): the stop pressed at `offset` by `stop` (`event` or `cancel`),
+    observed until the run is quiet and at least `observe_ms` after the stop. `world_url`: a running world
+    (the pytest plugin's); `out`: where the row and its evidence are written (a temporary folder if None)."""
+    adapter = agent_adapter(agent)
+    with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
+        folder = Path(out or tmp)
+        log = io.StringIO()
+        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[offset],
+                          tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url)
+        rows = run_matrix(adapter, opts, log=log)
+        if len(rows) != 1:
+            raise RuntimeError(f"expected one trial, got {len(rows)} row(s): {log.getvalue()[-2000:]}")
+        (row,) = rows
+        path = evidence_file(folder, adapter.name)
+        events = next((r["events"] for r in read_evidence(path) if r["trial_id"] == row["trial_id"]), [])
+        return TrialResult(row, events)
