@@ -48,6 +48,8 @@ def tests(session: nox.Session, suite: str) -> None:
     if suite == "core":
         install_framework(session, CORE, "test", "report", "dev")
         session.run("ruff", "check", ".")
+        # the public API (the stopbench package) is typed: mypy --strict on it
+        session.run("mypy", "--strict", "--follow-imports=silent", "--ignore-missing-imports", "stopbench")
         session.run("actionlint", *sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")))
         session.run("pytest", "-q", *session.posargs)
         return

@@ -205,7 +205,7 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
 def cmd_test_adapter(args: argparse.Namespace) -> int:
     import pytest
 
-    return pytest.main(["-q", "-p", "harness.testing.plugin", "--pyargs", "harness.testing",
+    return pytest.main(["-q", "-p", f"{harness.PACKAGE}.testing.plugin", "--pyargs", f"{harness.PACKAGE}.testing",
                         "--adapter", args.adapter, *args.pytest_args])
 
 

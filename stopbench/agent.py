@@ -57,7 +57,7 @@ def agent_adapter(agent: Callable[[AgentContext], Any], name: str | None = None)
                 model_base_url=c.model_base_url, model_name=c.model_name, services_base_url=c.services_base_url,
                 prompt=c.prompt, system_prompt=c.system_prompt, tools=c.tools, tool_style=c.tool_style,
                 workdir=c.workdir)
-            self.job: asyncio.Future = (asyncio.ensure_future(agent(self.agent_ctx)) if is_async
+            self.job: asyncio.Future[Any] = (asyncio.ensure_future(agent(self.agent_ctx)) if is_async
                                         else in_own_thread(agent, self.agent_ctx, name=f"{label}-agent"))
 
         async def stop_event(self) -> None:

@@ -11,10 +11,13 @@ Fixtures:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from stopbench.agent import AgentContext
+from stopbench.result import TrialResult
 from stopbench.run import event_anchors, run_trial
 
 
@@ -39,10 +42,11 @@ def stopbench_world() -> Iterator[str]:
 
 
 @pytest.fixture
-def stopbench_trial(stopbench_world: str, tmp_path_factory: pytest.TempPathFactory):
+def stopbench_trial(stopbench_world: str,
+                    tmp_path_factory: pytest.TempPathFactory) -> Callable[..., TrialResult]:
     counter = itertools.count(1)
 
-    def trial(agent, **options):
+    def trial(agent: Callable[[AgentContext], Any], **options: Any) -> TrialResult:
         out = tmp_path_factory.mktemp(f"stopbench-trial-{next(counter)}")
         return run_trial(agent, world_url=stopbench_world, out=out, **options)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.evidence import evidence_file, read_evidence
-from harness.scenario import load_scenarios
+from harness.scenario import load_scenarios, parse_offset
 from harness.trial.runner import RunOptions, run_matrix
 from stopbench.agent import AgentContext, agent_adapter
 from stopbench.result import TrialResult
@@ -33,12 +33,13 @@ def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_repor
     with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
         folder = Path(out or tmp)
         log = io.StringIO()
-        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[offset],
+        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[parse_offset(offset)],
                           tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url)
         rows = run_matrix(adapter, opts, log=log)
         if len(rows) != 1:
             raise RuntimeError(f"expected one trial, got {len(rows)} row(s): {log.getvalue()[-2000:]}")
         (row,) = rows
         path = evidence_file(folder, adapter.name)
-        events = next((r["events"] for r in read_evidence(path) if r["trial_id"] == row["trial_id"]), [])
+        events: list[dict[str, Any]] = next(
+            (r["events"] for r in read_evidence(path) if r["trial_id"] == row["trial_id"]), [])
         return TrialResult(row, events)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness import ADAPTERS
 from harness.scenario import Scenario
 from harness.stop_button import StopButton
 from harness.tools.toolbox import Toolbox
@@ -139,8 +140,9 @@ class Adapter(abc.ABC):
         """`framework`, else the folder of a built-in adapter (`adapters.<folder>.`), else `name`."""
         if cls.framework:
             return cls.framework
-        parts = cls.__module__.split(".")
-        return parts[1].replace("_", "-") if parts[0] == "adapters" and len(parts) > 2 else cls.name
+        prefix = ADAPTERS + "."
+        folder = cls.__module__[len(prefix):].split(".")[0] if cls.__module__.startswith(prefix) else ""
+        return folder.replace("_", "-") if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
 
     @classmethod
     def versions(cls) -> dict[str, str]:

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness import ADAPTERS
 from harness.contract.adapter import Adapter, stop_method_name
 
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent.parent / "adapters"
@@ -58,7 +59,7 @@ def load_adapter(name: str) -> type[Adapter]:
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name not in builtin_adapter_names():
         known = ", ".join(available_adapters()) or "none"
         raise AdapterError(f"unknown adapter {name!r} (known: {known}; or give package.module:Class)")
-    module_name = f"adapters.{_folder(name)}.adapter"
+    module_name = f"{ADAPTERS}.{_folder(name)}.adapter"
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:

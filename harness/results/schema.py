@@ -78,7 +78,7 @@ class Field:
 def framework_of(row: dict[str, Any]) -> str:
     """Rows written before `framework` existed: the built-in folder of adapter_ref's `adapters.<folder>.`
     module (`_` as `-`, as built-in adapters are named), else the adapter's name."""
-    m = re.match(r"adapters\.(\w+)\.", str(row.get("adapter_ref") or ""))
+    m = re.match(r"(?:stopbench\.)?adapters\.(\w+)\.", str(row.get("adapter_ref") or ""))
     return m.group(1).replace("_", "-") if m else row["adapter"]
 
 

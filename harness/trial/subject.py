@@ -16,6 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from harness import PACKAGE
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
@@ -252,7 +253,7 @@ class Subject:
 
     def _context(self) -> TrialContext:
         spec, run = self.spec, self.plan.run
-        args = ("-m", "harness.tools.mcp_server", "--run-url", run.services_base_url,
+        args = ("-m", f"{PACKAGE}.tools.mcp_server", "--run-url", run.services_base_url,
                 *spec.mitigation.mcp_server_args(run.workdir, run.run_id))
         mcp = McpServer(command=sys.executable, args=args, env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
         return TrialContext(

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import PACKAGE
 from harness.contract.adapter import Adapter
 from harness.owner import OWNER_ENV, run_marker
 from harness.results import metrics
@@ -124,7 +125,7 @@ class RunningTrial:
                     os._exit(code)
         else:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.trial.spawned", self.plan.to_json(), str(write_fd),
+                [sys.executable, "-m", f"{PACKAGE}.trial.spawned", self.plan.to_json(), str(write_fd),
                  json.dumps(scenario.raw)],
                 pass_fds=[write_fd], start_new_session=True,
                 env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid())},

@@ -1,0 +1,5 @@
+"""`python -m stopbench`: the `stopbench` command."""
+
+from stopbench.cli import main
+
+raise SystemExit(main())

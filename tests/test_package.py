@@ -1,0 +1,71 @@
+"""The package installs and works outside the repository (issue #16): a wheel built from the checkout, in a fresh
+virtualenv, runs `stopbench list`, one reference trial (MCP tools) and the pytest plugin's example."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+UV = shutil.which("uv")
+
+
+def _run(*cmd: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    if UV is None:
+        pytest.fail("uv is needed to build and install the wheel (pip install uv)")
+    out = tmp_path_factory.mktemp("wheel")
+    _run(UV, "build", "--wheel", "--out-dir", str(out), str(REPO), cwd=out)
+    (found,) = out.glob("stopbench-*.whl")
+    return found
+
+
+def test_the_wheel_claims_one_import_name_and_carries_its_data(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"stopbench", wheel.name.split("-py3")[0] + ".dist-info"}
+    for needed in ("stopbench/scenarios/q3_report.yaml", "stopbench/data/claims.yaml", "stopbench/py.typed",
+                   "stopbench/harness/results/templates/index.html.j2", "stopbench/adapters/reference/adapter.py",
+                   "stopbench/adapters/autogen/framework.toml"):
+        assert needed in names, needed
+    meta = next(n for n in names if n.endswith("METADATA"))
+    text = zipfile.ZipFile(wheel).read(meta).decode()
+    assert "License :: OSI Approved :: MIT License" in text
+    assert any(n.endswith("licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
+    entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "stopbench = stopbench.cli:main" in entry and "stopbench = stopbench.pytest_plugin" in entry
+    source = zipfile.ZipFile(wheel).read("stopbench/harness/trial/subject.py").decode()
+    assert "from stopbench.harness.contract.adapter import" in source and "from harness." not in source
+
+
+def test_a_fresh_virtualenv_runs_list_a_trial_and_the_plugin_example(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
+    python = str(venv / "bin" / "python")
+    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), "openai", "pytest",
+         "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
+    stopbench = str(venv / "bin" / "stopbench")
+    assert _run(stopbench, "--version", cwd=tmp_path).stdout.strip() == "stopbench 0.1.0"
+    listed = _run(stopbench, "list", cwd=tmp_path).stdout
+    assert "reference" in listed and "q3_report" in listed
+    for generic in ("harness", "adapters"):  # not claimed: only `stopbench` is installed
+        probe = subprocess.run([python, "-c", f"import {generic}"], cwd=tmp_path, capture_output=True)
+        assert probe.returncode != 0
+    _run(stopbench, "run", "--adapter", "reference", "--scenario", "q3_report", "--offset",
+         "on:effect_received:email", "--tools", "mcp", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    (row,) = [json.loads(line) for line in (tmp_path / "out" / "raw" / "reference.jsonl").read_text().splitlines()]
+    assert (row["status"], row["effects_leaked"], row["orphans"]) == ("ok", 0, 0)
+    shutil.copytree(REPO / "examples" / "openai_agent", tmp_path / "example" / "openai_agent")
+    done = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "openai_agent", cwd=tmp_path / "example")
+    assert "3 passed, 1 xfailed" in done.stdout
