@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_NAMES, TOOL_PARAMETERS
+from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_KIND, TOOL_NAMES, TOOL_PARAMETERS
 
 # bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
 MAX_TURNS = 100
@@ -97,6 +97,15 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class DeclaredTool:
+    """A tool of the user's own agent that a scenario scripts calls to: its name and parameters are the agent's,
+    its side effect goes to one of the world's services (the agent's implementation posts there)."""
+
+    service: str  # one of SERVICE_KINDS
+    parameters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     description: str
@@ -108,6 +117,7 @@ class Scenario:
     commit_on_disconnect: bool = True
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
     prompt: str = ""
+    tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -131,7 +141,13 @@ class Scenario:
 
     @property
     def effect_calls(self) -> list[ToolCall]:
-        return [c for t in self.turns for c in t.tool_calls if c.name != "draft_document"]
+        return [c for t in self.turns for c in t.tool_calls if self.service_of(c.name) != "docs"]
+
+    def service_of(self, tool: str) -> str:
+        """The world's service a scripted call lands on: a built-in tool's, or the declared tool's."""
+        if tool in self.tools:
+            return self.tools[tool].service
+        return TOOL_KIND.get(tool, "docs")
 
 
 def _need(d: dict[str, Any], key: str, typ: type | tuple[type, ...], where: str) -> Any:
@@ -148,7 +164,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms"}
+             "commit_on_disconnect", "observe_ms", "tools"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -175,6 +191,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
             raise ScenarioError(f"{source}.latency_ms.{kind}: expected milliseconds >= 0, got {ms!r}")
         latency[kind] = float(ms)
+    declared = _declared_tools(data.get("tools", {}), f"{source}.tools")
     turns_raw = _need(data, "turns", list, source)
     if not turns_raw:
         raise ScenarioError(f"{source}.turns: at least one turn is needed")
@@ -198,10 +215,11 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             if not isinstance(c, dict):
                 raise ScenarioError(f"{cw}: expected a mapping with 'name' and 'arguments'")
             tool = _need(c, "name", str, cw)
-            if tool not in TOOL_NAMES:
-                raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {', '.join(TOOL_NAMES)})")
+            if tool not in TOOL_NAMES and tool not in declared:
+                raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {', '.join((*TOOL_NAMES, *declared))}; "
+                                    "declare your agent's own tools under `tools`)")
             args = _need(c, "arguments", dict, cw)
-            expected = set(TOOL_PARAMETERS[tool])
+            expected = set(declared[tool].parameters if tool in declared else TOOL_PARAMETERS[tool])
             if set(args) != expected:
                 raise ScenarioError(f"{cw}.arguments: {tool} takes {sorted(expected)}, got {sorted(args)}")
             calls.append(ToolCall(tool, {k: str(v) for k, v in args.items()}))
@@ -230,9 +248,34 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         offsets=offsets,
         commit_on_disconnect=cod,
         observe_ms=float(observe),
+        tools=declared,
         source=source,
         raw=data,
     )
+
+
+def _declared_tools(raw: Any, where: str) -> dict[str, DeclaredTool]:
+    """`tools: {notify_team: {service: chat, parameters: [channel, message]}}`: the user's agent's own tools."""
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expected a mapping of tool name to {{service, parameters}}")
+    out = {}
+    for name, spec in raw.items():
+        w = f"{where}.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+            raise ScenarioError(f"{w}: a tool name is a Python-like identifier, got {name!r}")
+        if name in TOOL_NAMES:
+            raise ScenarioError(f"{w}: {name!r} is a built-in tool; give your own tool another name")
+        if not isinstance(spec, dict) or set(spec) - {"service", "parameters"}:
+            raise ScenarioError(f"{w}: expected a mapping with 'service' and 'parameters'")
+        service = _need(spec, "service", str, w)
+        if service not in SERVICE_KINDS:
+            raise ScenarioError(f"{w}.service: {service!r} is not a service of the world (known: "
+                                f"{', '.join(SERVICE_KINDS)})")
+        params = _need(spec, "parameters", list, w)
+        if not all(isinstance(p, str) and p.isidentifier() for p in params) or len(set(params)) != len(params):
+            raise ScenarioError(f"{w}.parameters: expected a list of distinct parameter names, got {params!r}")
+        out[name] = DeclaredTool(service, tuple(params))
+    return out
 
 
 def load_scenario_file(path: Path) -> Scenario:

@@ -48,6 +48,7 @@ def agent_adapter(agent: Callable[[AgentContext], Any], name: str | None = None)
         """`agent` under test; `stop_event` / `stop_cancel` are the buttons."""
 
         stop_modes = STOP_MODES
+        runs_declared_tools = True
         unsupported = {} if is_async else {("cancel", style): "a sync agent runs on a thread: no task to cancel"
                                            for style in ("sync", "async", "mcp")}
 

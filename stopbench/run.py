@@ -15,9 +15,9 @@ from stopbench.agent import AgentContext, agent_adapter
 from stopbench.result import TrialResult
 
 
-def event_anchors(scenario: str = "q3_report") -> list[str]:
+def event_anchors(scenario: str = "q3_report", scenarios_dir: Path | None = None) -> list[str]:
     """The scenario's event-anchored offsets (each a stop moment every run hits exactly), to parametrize over."""
-    scenarios = load_scenarios()
+    scenarios = load_scenarios(scenarios_dir) if scenarios_dir else load_scenarios()
     if scenario not in scenarios:
         raise ValueError(f"unknown scenario {scenario!r} (known: {', '.join(sorted(scenarios))})")
     return [o.text for o in scenarios[scenario].offsets if o.is_event]
@@ -25,16 +25,19 @@ def event_anchors(scenario: str = "q3_report") -> list[str]:
 
 def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_report",
               offset: str = "on:effect_received:email", stop: str = "event", tool_style: str = "async",
-              observe_ms: float | None = None, world_url: str | None = None, out: Path | None = None) -> TrialResult:
+              observe_ms: float | None = None, world_url: str | None = None, out: Path | None = None,
+              scenarios_dir: Path | None = None) -> TrialResult:
     """One trial of `agent` (see stopbench.agent): the stop pressed at `offset` by `stop` (`event` or `cancel`),
     observed until the run is quiet and at least `observe_ms` after the stop. `world_url`: a running world
-    (the pytest plugin's); `out`: where the row and its evidence are written (a temporary folder if None)."""
+    (the pytest plugin's); `out`: where the row and its evidence are written (a temporary folder if None);
+    `scenarios_dir`: a folder of your own scenarios (e.g. one whose `tools:` are your agent's tools)."""
     adapter = agent_adapter(agent)
     with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
         folder = Path(out or tmp)
         log = io.StringIO()
         opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[parse_offset(offset)],
-                          tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url)
+                          tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url,
+                          **({"scenarios_dir": Path(scenarios_dir)} if scenarios_dir else {}))
         rows = run_matrix(adapter, opts, log=log)
         if len(rows) != 1:
             raise RuntimeError(f"expected one trial, got {len(rows)} row(s): {log.getvalue()[-2000:]}")

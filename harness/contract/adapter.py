@@ -110,6 +110,9 @@ class Adapter(abc.ABC):
     environment: ClassVar[dict[str, str]] = {}
     #: distributions whose versions every row records
     packages: ClassVar[tuple[str, ...]] = ()
+    #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
+    #: that brings its own tools does; a framework adapter, given the harness's tools, does not
+    runs_declared_tools: ClassVar[bool] = False
 
     def __init__(self, ctx: TrialContext):
         self.ctx = ctx

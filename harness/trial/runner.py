@@ -72,10 +72,14 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if m not in adapter_cls.stop_modes:
             raise AdapterError(f"adapter {opts.adapter!r} has no stop mode {m!r} "
                                f"(it has: {', '.join(adapter_cls.stop_modes)})")
-    names = opts.scenarios or sorted(scenarios)
+    names = opts.scenarios or sorted(s for s in scenarios  # scenarios of the user's own tools: only when asked
+                                     if adapter_cls.runs_declared_tools or not scenarios[s].tools)
     for s in names:
         if s not in scenarios:
             raise AdapterError(f"unknown scenario {s!r} (known: {', '.join(sorted(scenarios))})")
+        if scenarios[s].tools and not adapter_cls.runs_declared_tools:
+            raise AdapterError(f"scenario {s!r} scripts calls to its own tools ({', '.join(scenarios[s].tools)}); "
+                               f"adapter {opts.adapter!r} brings the harness's tools, not those")
     styles = opts.tool_styles or list(adapter_cls.tool_styles)
     for st in styles:
         if st not in adapter_cls.tool_styles:
