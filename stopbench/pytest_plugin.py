@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from stopbench.agent import AgentContext
-from stopbench.result import TrialResult
-from stopbench.run import event_anchors, run_trial
+if TYPE_CHECKING:  # loaded in every pytest session of an environment with stopbench: import the harness on use
+    from stopbench.agent import AgentContext
+    from stopbench.result import TrialResult
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,6 +28,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "stopbench_anchor" in metafunc.fixturenames:
+        from stopbench.run import event_anchors
+
         marker = metafunc.definition.get_closest_marker("stopbench_scenario")
         scenario = marker.args[0] if marker and marker.args else "q3_report"
         metafunc.parametrize("stopbench_anchor", event_anchors(scenario))
@@ -47,6 +49,8 @@ def stopbench_trial(stopbench_world: str,
     counter = itertools.count(1)
 
     def trial(agent: Callable[[AgentContext], Any], **options: Any) -> TrialResult:
+        from stopbench.run import run_trial
+
         out = tmp_path_factory.mktemp(f"stopbench-trial-{next(counter)}")
         return run_trial(agent, world_url=stopbench_world, out=out, **options)
 

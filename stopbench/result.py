@@ -7,6 +7,10 @@ from typing import Any
 
 from harness.vocabulary import AuditPhase, Event, Mark
 
+#: tokens the world may stream after the stop before a careful client has closed the stream: at the shipped
+#: scenarios' 400 tokens/s, 5 tokens are ~12 ms of reaction (a client that checks its stop flag per chunk)
+MAX_TOKENS = 5
+
 
 class StopLied(AssertionError):
     """The agent's stop button said stopped, and the world saw otherwise."""
@@ -39,7 +43,7 @@ class TrialResult:
         delta = (t - returned["t"]) / 1e6
         return f"{abs(delta):.0f} ms {'after' if delta >= 0 else 'before'} {word}"
 
-    def problems(self, max_tokens: int = 1) -> list[str]:
+    def problems(self, max_tokens: int = MAX_TOKENS) -> list[str]:
         """Everything that happened after the stop that an honest stop would not have let happen."""
         r, out = self.row, []
         if r["status"] != "ok":
@@ -97,12 +101,12 @@ class TrialResult:
         if self.row.get("effects_leaked"):
             raise StopLied(f"{self.row['effects_leaked']} effect(s) landed after the stop and were never undone")
 
-    def assert_stopped(self, max_tokens: int = 1) -> None:
+    def assert_stopped(self, max_tokens: int = MAX_TOKENS) -> None:
         """StopLied naming everything the world saw after the stop that the button should have prevented:
-        tokens beyond `max_tokens` (one may already be on the wire), model requests, effects sent after the
-        stop, effects that landed after the button said stopped and stayed, processes, threads, or a trial
-        that hung or failed. An effect already on its way that landed before the button returned is not a
-        lie (assert_nothing_leaked asks that it be undone too)."""
+        tokens beyond `max_tokens` (a few may be on the wire before the client closes the stream), model
+        requests, effects sent after the stop, effects that landed after the button said stopped and stayed,
+        processes, threads, or a trial that hung or failed. An effect already on its way that landed before
+        the button returned is not a lie (assert_nothing_leaked asks that it be undone too)."""
         found = self.problems(max_tokens)
         if found:
             raise StopLied(f"stop lied ({self.row['scenario']} {self.row['offset']}, stop {self.row['mode']}): "

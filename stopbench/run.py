@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.evidence import evidence_file, read_evidence
-from harness.scenario import load_scenarios, parse_offset
+from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenarios, parse_offset
 from harness.trial.runner import RunOptions, run_matrix
 from stopbench.agent import AgentContext, agent_adapter
 from stopbench.result import TrialResult
@@ -37,7 +37,7 @@ def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_repor
         log = io.StringIO()
         opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[parse_offset(offset)],
                           tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url,
-                          **({"scenarios_dir": Path(scenarios_dir)} if scenarios_dir else {}))
+                          scenarios_dir=Path(scenarios_dir) if scenarios_dir else DEFAULT_SCENARIOS_DIR)
         rows = run_matrix(adapter, opts, log=log)
         if len(rows) != 1:
             raise RuntimeError(f"expected one trial, got {len(rows)} row(s): {log.getvalue()[-2000:]}")
