@@ -25,6 +25,8 @@ _egress: list[str] = []
 _POOL_LOOPS = (
     (os.path.join("concurrent", "futures", "thread.py"), "_worker"),  # ThreadPoolExecutor (asyncio.to_thread)
     (os.path.join("anyio", "_backends", "_asyncio.py"), "run"),  # AnyIO's WorkerThread (anyio.to_thread)
+    # an aiosqlite connection's worker, waiting for its next statement (an app's open database, not work)
+    (os.path.join("aiosqlite", "core.py"), "_connection_worker_thread"),
 )
 _IDLE_FILES = ("threading.py", "queue.py", *(f for f, _ in _POOL_LOOPS))
 
