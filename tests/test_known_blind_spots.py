@@ -79,3 +79,11 @@ def test_an_idle_anyio_worker_is_an_idle_pool_thread_and_a_busy_one_is_live(tmp_
     busy, = run(KA + "AnyioWorkerBusy", tmp_path / "busy", offsets=["at:300ms"])
     assert busy["status"] == "ok", busy["reason"]
     assert (busy["threads_left"], busy["idle_pool_threads"]) == (1, 0)
+
+
+def test_an_open_database_connection_is_an_idle_worker_not_work_left_by_the_stop(tmp_path):
+    """aiosqlite runs each connection on a worker thread that waits for the next statement: an app's open
+    database (ADK's session service, LangGraph's checkpointer), idle after the stop, not a thread still at work."""
+    row, = run(KA + "OpenDatabase", tmp_path, offsets=["at:100ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["threads_left"], row["idle_pool_threads"]) == (0, 1)

@@ -149,3 +149,6 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
     rows[0].update(tokens_after_stop=0, threads_left=0)
     assert judge(stops, pd.DataFrame(rows))[0] == "confirmed"
     assert judge(claim, pd.DataFrame(rows))[0] == "refuted"
+    rows[0].update(threads_left=1)  # a thread the app keeps (its database connection), the run's work done
+    working = {"framework": "crewai", "rule": "keeps_working", "mode": "abandon", "claim": "c"}
+    assert (judge(claim, pd.DataFrame(rows))[0], judge(working, pd.DataFrame(rows))[0]) == ("confirmed", "refuted")

@@ -50,7 +50,8 @@ steps is read by what it measured.
 - tokens+ / leaked / lie ms / tax $ = medians over ok trials (tax from data/prices.yaml).
 Claims are judged over the same trials, read the same way, their reasons named in the verdict: a trial that
 went wrong in or before the stop phase kept running (keeps_running; stops_cleanly is its opposite claim, over
-the same trials: confirmed when none kept running) and did not abort at its anchor
+the same trials: confirmed when none kept running; keeps_working reads the run's work alone - tokens, model
+requests, new effects - for a claim about the run, not about threads the app keeps) and did not abort at its anchor
 (no_abort_and_no_resume: a mode aborts only if every event trial of it aborted); one that hung or failed in
 resume did not resume (resumes_cleanly, no_abort_and_no_resume); a saga cell closes its leak only if every
 saga trial of it has effects_leaked == 0 and none went wrong in or before the stop phase (saga_closes_leak).
@@ -237,13 +238,16 @@ def judge(claim: dict[str, Any], df) -> tuple[str, str]:
                                                                else "") + " (skipped trials left out)"
     n = len(base)
     broke = _stop_broke(base)
-    if rule in ("keeps_running", "stops_cleanly"):  # one predicate, a claim of either polarity
-        on = base[broke | _went_on(base) | (_num(base, "tokens_after_stop") > 1) | (_num(base, "threads_left") > 0)]
-        kept, none_kept = ("confirmed", "refuted") if rule == "keeps_running" else ("refuted", "confirmed")
+    if rule in ("keeps_running", "stops_cleanly", "keeps_working"):  # one predicate, a claim of either polarity
+        threads = rule != "keeps_working"  # the run's work only: tokens, model requests, new effects
+        going = broke | _went_on(base) | (_num(base, "tokens_after_stop") > 1)
+        on = base[going | (_num(base, "threads_left") > 0)] if threads else base[going]
+        kept, none_kept = ("refuted", "confirmed") if rule == "stops_cleanly" else ("confirmed", "refuted")
         verdict = kept if len(on) == n else (none_kept if len(on) == 0 else "partly")
-        return verdict, (f"{len(on)}/{n} trials kept generating tokens, asking the model, sending new effects or "
-                         "running threads after the stop" + (f"; counted among them, as not stopped: "
-                                                             f"{_causes(base[broke], True)}" if broke.any() else ""))
+        return verdict, (f"{len(on)}/{n} trials kept generating tokens, asking the model, sending new effects"
+                         + (" or running threads" if threads else "") + " after the stop"
+                         + (f"; counted among them, as not stopped: {_causes(base[broke], True)}" if broke.any()
+                            else ""))
     if rule == "resumes_cleanly":
         resumed = _resumed(base)
         good = resumed["resume_ok"].eq(True) & (_num(resumed, "resume_duplicate_effects").fillna(0) == 0)

@@ -129,3 +129,20 @@ class AnyioWorkerBusy(AnyioWorkerIdle):
 
     name = "known-anyio-worker-busy"
     seconds = 60.0
+
+
+class OpenDatabase(_Base):
+    """start() opens an aiosqlite connection the app keeps until close() (as a session service or a
+    checkpointer does); the job is cancelled by the stop. The connection's worker thread waits, idle."""
+
+    name = "known-open-database"
+
+    async def start(self) -> None:
+        import aiosqlite
+
+        self.db = await aiosqlite.connect(str(self.ctx.workdir / "app.sqlite"))
+        await self.db.execute("create table if not exists t (x)")
+        await super().start()
+
+    async def close(self) -> None:
+        await self.db.close()
