@@ -196,9 +196,8 @@ def numeric_summary(df) -> Any:
             line[status] = int((g["status"] == status).sum())
         line["late_stop"] = int((g["trigger_precise"] == False).sum())  # noqa: E712
         for name in SUMMARY:
-            values = pd.to_numeric(ok[name], errors="coerce").dropna()
-            if schema.field(name).precise_only:
-                values = pd.to_numeric(ok[ok["trigger_precise"] != False][name], errors="coerce").dropna()  # noqa: E712
+            timed = ok[ok["trigger_precise"] != False] if schema.field(name).precise_only else ok  # noqa: E712
+            values = pd.to_numeric(timed[name], errors="coerce").dropna()
             for stat, v in (("median", values.median()), ("min", values.min()), ("max", values.max())):
                 line[f"{name}_{stat}"] = None if values.empty else round(float(v), 3)
         out.append(line)

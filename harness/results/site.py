@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import functools
 import gzip
 import html
 import json
@@ -102,14 +103,19 @@ def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _evidence_blob(paths: list[Path], trial_ids: set[str]) -> tuple[str, int]:
-    """The timelines of these trials (`view` of their evidence) as base64 of one gzip of JSON lines, and how
-    many were found. The page shows what the view keeps; the evidence file keeps every event."""
-    lines = []
-    for path in paths:
-        if path.exists():
-            lines += [json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"))
-                      for r in read_evidence(path) if r["trial_id"] in trial_ids]
+@functools.lru_cache(maxsize=2)  # one adapter's button pages come one after the other: read its file once
+def _views(path: Path) -> dict[str, str]:
+    """trial_id -> that trial's timeline (`view` of its evidence) as one JSON line."""
+    if not path.exists():
+        return {}
+    return {r["trial_id"]: json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"))
+            for r in read_evidence(path)}
+
+
+def _evidence_blob(path: Path, trial_ids: set[str]) -> tuple[str, int]:
+    """The timelines of these trials as base64 of one gzip of JSON lines, and how many were found. The page
+    shows what the view keeps; the evidence file keeps every event."""
+    lines = [line for tid, line in _views(path).items() if tid in trial_ids]
     if not lines:
         return "", 0
     packed = gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=9, mtime=0)
@@ -170,7 +176,7 @@ def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, 
         ["mitigation", "scenario", "offset", "tool_style", "rep"])
     raw = out / "raw"
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in b["adapter"])
-    blob, found = _evidence_blob([out / "evidence" / f"{safe}.jsonl.gz"], set(rows["trial_id"]))
+    blob, found = _evidence_blob(out / "evidence" / f"{safe}.jsonl.gz", set(rows["trial_id"]))
     trials = []
     for _, r in rows.iterrows():
         trials.append({"trial_id": r["trial_id"], "run_id": r["run_id"], "scenario": r["scenario"],
