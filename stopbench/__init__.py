@@ -16,9 +16,26 @@ stopbench/pytest_plugin.py and examples/openai_agent/.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from harness import __version__
-from stopbench.agent import AgentContext, agent_adapter
-from stopbench.result import StopLied, TrialResult
-from stopbench.run import event_anchors, run_trial
+
+if TYPE_CHECKING:
+    from stopbench.agent import AgentContext, agent_adapter
+    from stopbench.result import StopLied, TrialResult
+    from stopbench.run import event_anchors, run_trial
 
 __all__ = ["AgentContext", "StopLied", "TrialResult", "__version__", "agent_adapter", "event_anchors", "run_trial"]
+
+# pytest loads stopbench.pytest_plugin (and so this package) in every session of an environment with stopbench:
+# the harness is imported when a name is first used, not then
+_WHERE = {"AgentContext": "agent", "agent_adapter": "agent", "StopLied": "result", "TrialResult": "result",
+          "event_anchors": "run", "run_trial": "run"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(f"stopbench.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'stopbench' has no attribute {name!r}")
