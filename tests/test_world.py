@@ -470,7 +470,8 @@ def test_bad_input_never_kills_the_world(world):
 class ControlListener:
     """Reads a run's control stream in a thread; `opened` once connected, `stops` gets each stop push."""
 
-    def __init__(self, run: dict[str, Any], press_stop: bool = True):
+    def __init__(self, run: dict[str, Any], press_stop: bool = True, press_after_s: float = 0.0):
+        self.press_after_s = press_after_s  # a slow trial: the stop is pressed this long after the push
         self.url = f"{run['services_base_url']}/control"
         self.marks_url = f"{run['services_base_url']}/marks"
         self.press_stop = press_stop  # post stop_called on the push, as a trial does
@@ -500,6 +501,7 @@ class ControlListener:
                 elif line.startswith("data: ") and event == "stop":
                     self.stops.append({**json.loads(line[6:]), "received_ns": time.monotonic_ns()})
                     if self.press_stop:
+                        time.sleep(self.press_after_s)
                         httpx.post(self.marks_url, json={"name": "stop_called", "t": time.monotonic_ns()})
                     self.stopped.set()
                     return
@@ -525,6 +527,23 @@ def test_anchor_on_token_pushes_stop(world_client):
     assert [e["event"] for e in evs[fired[0] + 1:released]] in (["mark"], [])
     assert stop < released and evs[released].get("timeout") is None
     assert [e["i"] for e in evs if e["event"] == "token"] == list(range(20))
+
+
+def test_token_hold_freezes_the_stream_not_its_clock(world_client):
+    """A stream held at on:token:N resumes at its pace after the stop: the tokens whose turn fell in the
+    hold are not sent in a burst after the stop (they would count as tokens after the stop, growing with
+    how long the trial took to press it)."""
+    run = world_client.create_run(inline(text_tokens=30, tps=100), stop_anchor="on:token:5")
+    with ControlListener(run, press_after_s=0.2) as ctl:  # a hold of 20 token slots
+        client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
+        assert ctl.stopped.wait(5)
+    evs = world_client.ledger(run["run_id"])["events"]
+    released = next(e["t"] for e in evs if e["event"] == "anchor_released")
+    after = [e["t"] for e in evs if e["event"] == "token" and e["t"] > released]
+    assert len(after) == 25
+    gaps_ms = [(b - a) / 1e6 for a, b in zip([released, *after[:-1]], after, strict=True)]
+    assert min(gaps_ms) > 5, gaps_ms  # 10 ms a token; a burst would send 20 at once
+    assert sum(gaps_ms) > 200  # 25 slots of 10 ms after the release, not 5
 
 
 def test_late_listener_gets_stop_at_once(world_client):

@@ -81,12 +81,18 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
 
 class Pacer:
     """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate and no
-    token is sent before its slot."""
+    token is sent before its slot. A hold at an anchor freezes the clock too (`held`): the tokens whose
+    slots fell in the hold come at the pace after it, not in a burst as soon as the stop is pressed (a
+    burst would count as tokens after the stop, more the slower the trial pressed it)."""
 
     def __init__(self, scenario: Scenario):
         self.start = time.monotonic_ns()
         self.ttft = int(scenario.ttft_ms * 1e6)
         self.interval = 1e9 / scenario.tokens_per_s if scenario.tokens_per_s else 0.0
+
+    def held(self, ns: int) -> None:
+        """The stream stood still for `ns` nanoseconds: every later slot moves by as much."""
+        self.start += ns
 
     async def before(self, i: int) -> None:
         if not self.interval and not self.ttft:
@@ -115,7 +121,9 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
         sent += 1
         await emit(i, piece)
         if run.count(Event.TOKEN):  # the next token waits for the stop: counts after it are the client's doing
+            held = time.monotonic_ns()
             await run.hold_for_stop(f"token after req {req}")
+            pacer.held(time.monotonic_ns() - held)
     return sent, True
 
 
