@@ -1,6 +1,6 @@
 """stopbench: what an agent framework really does when its user presses stop.
 
-Commands: run | report | compare | merge | list | reap | world | new-adapter | test-adapter
+Commands: run | report | compare | agree | merge | list | reap | world | new-adapter | test-adapter
 """
 
 from __future__ import annotations
@@ -103,6 +103,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(args.to)
     else:
         print(text)
+    return 0
+
+
+def cmd_agree(args: argparse.Namespace) -> int:
+    from harness.results.agreement import report
+
+    folder = Path(args.dir)
+    if not (folder / "raw").is_dir():
+        raise UsageError(f"{folder}: no raw/ folder of result rows")
+    print(report(folder, args.anchors))
     return 0
 
 
@@ -253,9 +263,16 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
     cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
-                    help="compare only event-anchored trials (their counts must agree from run to run), or "
-                         "only time-anchored ones (default: all)")
+                    help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
+                         "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
     cp.set_defaults(func=cmd_compare)
+
+    ag = sub.add_parser("agree", help="do a run's repetitions agree? trial cells whose repetitions disagree, per "
+                        "adapter and field (the reproducibility figures)")
+    ag.add_argument("dir", nargs="?", default="results")
+    ag.add_argument("--anchors", choices=ANCHOR_KINDS, default="event",
+                    help="the trials to read (default: event, where the world fixes everything but the framework)")
+    ag.set_defaults(func=cmd_agree)
 
     mg = sub.add_parser("merge", help="merge the raw rows of result folders (e.g. shards of one run) into OUT")
     mg.add_argument("out", help="the result folder to merge into (created if needed)")

@@ -29,20 +29,45 @@ def folder(tmp_path: Path, name: str, rows: list[dict], extra: str = "") -> Path
     return tmp_path / name
 
 
+def cells_of(leaked: int, cells: int = 12, reps: int = 3, **kw) -> list[dict]:
+    """`reps` rows in each of `cells` trial cells (one offset each)."""
+    return [row(c * reps + r, leaked, offset=f"on:effect_received:email:{c + 1}", **kw)
+            for c in range(cells) for r in range(reps)]
+
+
 def test_compare_shows_what_changed_over_common_cells(tmp_path, capsys):
-    old = folder(tmp_path, "old", [row(i, leaked=1) for i in range(3)] + [row(9, 1, offset="on:token:40")])
-    new = folder(tmp_path, "new", [row(i, leaked=0, version="1.1") for i in range(3)])
+    old = folder(tmp_path, "old", cells_of(1) + [row(99, 1, offset="on:token:40")])
+    new = folder(tmp_path, "new", cells_of(0, version="1.1"))
     assert main(["compare", str(old), str(new)]) == 0
     out = capsys.readouterr().out
     assert "fw 1.0 -> 1.1" in out
     assert "left out: 1 old row(s), 0 new row(s)" in out  # on:token:40 only exists on the old side
     (line,) = [x for x in out.splitlines() if x.startswith("| fw | cancel | none")]
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[3] == "3 -> 3"
-    assert cells[8] == "**no -> yes**"  # compensated
-    assert cells[11] == "**1 -> 0**"  # leaked
+    assert cells[3] == "36 -> 36"
+    assert cells[8] == "**no -> yes** (p 0.00025)"  # compensated: every cell changed (p at its resolution)
+    assert cells[11] == "**1 -> 0** (p 0.00025)"  # leaked
     assert cells[4] == "= yes"  # can abort: unchanged
-    assert "1 of 1 compared row(s) changed" in out
+    assert "1 of 1 compared row(s) changed in a count or a verdict (p < 0.001); 0 more differ" in out
+
+
+def test_compare_tells_a_race_from_a_change(tmp_path, capsys):
+    """One repetition of one cell of twelve differs (a framework's race with the stop): within the spread,
+    not a change; the same difference in one cell's every repetition is not one either (3 vs 3 cannot
+    show it), in five cells it is."""
+    old = cells_of(0)
+    raced = cells_of(0)
+    raced[4] = {**raced[4], "effects_leaked": 1, "effects_compensated": 0}
+    assert main(["compare", str(folder(tmp_path, "old", old)), str(folder(tmp_path, "raced", raced))]) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("| fw | cancel | none")]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[8] == "~ yes -> partly (35/36) (p 1)"
+    assert "0 of 1 compared row(s) changed in a count or a verdict (p < 0.001); 1 more differ" in out
+    worse = [{**r, "effects_leaked": 1, "effects_compensated": 0} if i < 15 else r for i, r in enumerate(old)]
+    assert main(["compare", str(tmp_path / "old"), str(folder(tmp_path, "worse", worse))]) == 0
+    out = capsys.readouterr().out
+    assert "**yes -> partly (21/36)** (p 0.00025)" in out and "1 of 1 compared row(s) changed" in out
 
 
 def test_compare_agrees_with_itself(tmp_path, capsys):
@@ -91,12 +116,31 @@ def test_can_abort_names_the_anchor_where_work_went_on():
 
 
 def test_compare_over_event_anchors_only_leaves_time_offsets_out(tmp_path, capsys):
-    timed = {**row(7, leaked=1, offset="at:150ms"), "offset_kind": "time"}
-    old = folder(tmp_path, "old", [row(i, leaked=0) for i in range(3)] + [timed])
-    new = folder(tmp_path, "new", [row(i, leaked=0) for i in range(3)] + [{**timed, "effects_leaked": 0,
-                                                                          "effects_compensated": 1}])
+    def timed(leaked: int) -> list[dict]:
+        return [{**row(100 + c * 3 + r, leaked=leaked, offset=f"at:{c + 1}0ms"), "offset_kind": "time",
+                 "effects_compensated": 1 - leaked} for c in range(12) for r in range(3)]
+
+    old = folder(tmp_path, "old", cells_of(0) + timed(1))
+    new = folder(tmp_path, "new", cells_of(0) + timed(0))
     assert main(["compare", str(old), str(new)]) == 0
-    assert "1 of 1 compared row(s) changed" in capsys.readouterr().out  # the time-offset trial leaked less
+    assert "1 of 1 compared row(s) changed" in capsys.readouterr().out  # the time-offset trials leaked less
     assert main(["compare", str(old), str(new), "--anchors", "event"]) == 0
     out = capsys.readouterr().out
-    assert "3 old, 3 new (event-anchored trials only)" in out and "0 of 1 compared row(s) changed" in out
+    assert "36 old, 36 new (event-anchored trials only)" in out and "0 of 1 compared row(s) changed" in out
+
+
+def test_agree_counts_cells_whose_repetitions_disagree(tmp_path, capsys):
+    """12 cells x 3 repetitions; one cell's repetitions split on tokens after the stop, another's on the
+    status (a hang is a disagreement too): 10 of 12 agree, each field names its cells."""
+    rows = cells_of(0)
+    rows[1] = {**rows[1], "tokens_after_stop": 4}
+    rows[7] = {**rows[7], "status": "hung", "reason": "'stop' overran 5s"}
+    rows.append({**row(500, 0, offset="on:token:9"), "offset_kind": "event"})  # one repetition: nothing to agree
+    rows.append({**row(501, 1, offset="at:150ms"), "offset_kind": "time"})
+    folder(tmp_path, "run", rows)
+    assert main(["agree", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "10 of 12 trial cells (83.3%)" in out
+    assert "| fw | 12 | 10 (83%) | status 1, tokens+ 1 |" in out
+    assert main(["agree", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere: no raw/ folder" in capsys.readouterr().err

@@ -39,16 +39,23 @@ def ratio_cell(series) -> str:
     return f"{int(vals.astype(bool).sum())}/{len(vals)}"
 
 
+def values(rows, name: str):
+    """The values of field `name` a cell summarizes: a timing only from trials whose stop fired on time."""
+    f = schema.field(name)
+    vals = rows[name]
+    if f.precise_only and "trigger_precise" in rows:  # a late stop distorts a timing, not a count
+        vals = vals[rows["trigger_precise"] != False]  # noqa: E712 (None = no stop: kept, its value is None)
+    return vals
+
+
 def cell(rows, name: str) -> str:
     """Field `name` summarized over `rows` (a DataFrame) as the schema declares it."""
     f = schema.field(name)
-    values = rows[name]
-    if f.precise_only and "trigger_precise" in rows:  # a late stop distorts a timing, not a count
-        values = values[rows["trigger_precise"] != False]  # noqa: E712 (None = no stop: kept, its value is None)
+    values_ = values(rows, name)
     if f.aggregation == "ratio":
-        return ratio_cell(values)
+        return ratio_cell(values_)
     if f.aggregation == "median":
-        return median_cell(values.round(f.digits) if f.digits is not None else values)
+        return median_cell(values_.round(f.digits) if f.digits is not None else values_)
     raise ValueError(f"{name!r} is not summarized in a table (aggregation none)")
 
 

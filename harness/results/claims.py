@@ -196,6 +196,26 @@ def capability_row(g) -> dict[str, Any]:
     }
 
 
+def verdict_facts(g) -> dict[str, list[Any]]:
+    """Per verdict of capability_row, the per-trial facts its word is decided by: boolean Series over the
+    trials it reads (True: the bad case: did not abort, hung, not resumed clean, ...). `stopbench compare`
+    tests these, not the words, for a difference beyond the run-to-run spread."""
+    rows = g[g["status"] != "skipped"]
+    ev = rows[rows["offset_kind"] == "event"]
+    resumed = _resumed(rows)
+    returned = resumed["resume_ok"].eq(True)
+    dup = _num(rows, "resume_duplicate_effects")
+    landed = rows[_num(rows, "effects_after_stop") > 0]
+    return {
+        "can abort": [_stop_broke(ev) | _went_on(ev), rows["status"] == "hung"],
+        "state kept": [~(returned & (_num(resumed, "resume_llm_replays") == 0))],
+        "can resume": [~returned],
+        "repeats effect": [(dup > 0)[dup.notna()]],
+        "compensated": [~(_num(landed, "effects_leaked") == 0)],
+        "orphans clean": [_num(rows, "orphans") > 0],
+    }
+
+
 def load_claims(root: Path = ROOT) -> list[dict[str, Any]]:
     """The article's claims, in the table's order: each framework's own (`adapters/<folder>/claims.yaml`,
     `framework` defaulting to the folder's name), ordered by their `order` (the article's), then by folder

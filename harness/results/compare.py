@@ -5,6 +5,10 @@ comparable when they were measured the same way, so the comparison refuses rows 
 schema, and a scenario whose definition (its hash) differs between the folders. Both sides are cut
 down to the trial cells (scenario x offset x tool style) they have in common, so N counts the same
 conditions on both sides.
+
+Two runs of the same code differ where the framework races the stop (harness/results/spread.py): a count
+or a verdict is a change only when its difference is beyond that run-to-run spread (a stratified
+permutation test over the trial cells, p < ALPHA); smaller differences are shown with their p, marked `~`.
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.results import schema
-from harness.results.cells import cells, frame
+from harness.results import schema, spread
+from harness.results.cells import cells, frame, values
 from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
 from harness.scenario import ANCHOR_KINDS
 
@@ -27,6 +31,7 @@ MEASURED = ("tokens_after_stop", "effects_leaked", "lie_ms", "resume_duplicate_e
 COLUMNS = (*VERDICTS, *(schema.label(n) for n in MEASURED))
 # medians of times vary from run to run: shown, never counted as a change
 TIMINGS = tuple(schema.label(n) for n in MEASURED if schema.field(n).unit in ("ms", "s"))
+COUNTS = {schema.label(n): n for n in MEASURED if schema.label(n) not in TIMINGS}
 
 
 class CompareError(Exception):
@@ -90,9 +95,28 @@ def _same(column: str, a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
+def _by_cell(g, series) -> list[tuple[tuple, float]]:
+    """(trial cell, value) of each row in `series` (a Series over rows of `g`), NaN left out."""
+    series = series.dropna()
+    return [(_cell_key(g.loc[i]), float(v)) for i, v in series.items()]
+
+
+def difference_p(column: str, a, b) -> float:
+    """p of the difference in `column` between groups `a` (old) and `b` (new) of one table row: a verdict
+    by the per-trial facts that decide it (the smallest p of them), a count by its values over ok trials."""
+    from harness.results.claims import verdict_facts
+
+    if column in VERDICTS:
+        return min(spread.shift_p(_by_cell(a, fa), _by_cell(b, fb))
+                   for fa, fb in zip(verdict_facts(a)[column], verdict_facts(b)[column], strict=True))
+    name = COUNTS[column]
+    ok_a, ok_b = a[a["status"] == "ok"], b[b["status"] == "ok"]
+    return spread.shift_p(_by_cell(ok_a, values(ok_a, name)), _by_cell(ok_b, values(ok_b, name)))
+
+
 def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     """Markdown: what changed between OLD and NEW, row by row of the capability table. `anchors`: `event` keeps
-    only event-anchored trials (whose counts must agree run to run: the world freezes at the anchor), `time`
+    only event-anchored trials (the world freezes at the anchor: what differs is the frameworks' spread), `time`
     only time-anchored ones, `all` both."""
     from harness.results.claims import CAPABILITY_RULES, capability_row
 
@@ -113,7 +137,8 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     def measure(g) -> dict[str, Any]:
         return {"N": len(g), **capability_row(g), **cells(g[g["status"] == "ok"], MEASURED)}
 
-    tables = {side: {key: measure(g) for key, g in df.groupby(KEYS, sort=True)} for side, df in frames.items()}
+    groups = {side: dict(iter(df.groupby(KEYS, sort=True))) for side, df in frames.items()}
+    tables = {side: {key: measure(g) for key, g in gs.items()} for side, gs in groups.items()}
     lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
              f"- rows: {len(frames['old'])} old, {len(frames['new'])} new"
              + ("" if anchors == "all" else f" ({anchors}-anchored trials only)"),
@@ -123,32 +148,41 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     for label, bad in (("old", old_bad), ("new", new_bad)):
         if bad:
             lines.append(f"- {label}: {len(bad)} corrupt line(s) skipped: " + "; ".join(bad[:5]))
-    lines += ["", "Counts and verdicts read `old -> new` in bold where they differ, `= value` where they agree "
-              "(a verdict agrees when its word does, whatever its k/N); "
-              f"timings ({', '.join(TIMINGS)}) are medians that vary from run to run and are shown as "
+    lines += ["", "Counts and verdicts read `= value` where they agree (a verdict agrees when its word does, "
+              "whatever its k/N), `**old -> new** (p)` where they changed: a difference beyond the run-to-run "
+              f"spread (stratified permutation test over the trial cells, two-sided p < {spread.ALPHA:g}; "
+              "harness/results/spread.py), `~ old -> new (p)` where they differ within it. "
+              f"Timings ({', '.join(TIMINGS)}) are medians that vary from run to run and are shown as "
               "`old -> new` without a verdict.", ""]
     header = [*KEYS, "N", *COLUMNS]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     both = sorted(set(tables["old"]) & set(tables["new"]))
-    changed = 0
+    changed = within = 0
     for key in both:
         a, b = tables["old"][key], tables["new"][key]
         shown = [f"{a['N']} -> {b['N']}"]
-        differs = False
+        differs = near = False
         for col in COLUMNS:
             if col in TIMINGS:
                 shown.append(f"{a[col]} -> {b[col]}")
             elif _same(col, a[col], b[col]):
                 shown.append(f"= {a[col]}" if str(a[col]) == str(b[col]) else f"= {a[col]} -> {b[col]}")
             else:
-                shown.append(f"**{a[col]} -> {b[col]}**")
-                differs = True
+                p = difference_p(col, groups["old"][key], groups["new"][key])
+                if spread.beyond_spread(p):
+                    shown.append(f"**{a[col]} -> {b[col]}** (p {p:.2g})")
+                    differs = True
+                else:
+                    shown.append(f"~ {a[col]} -> {b[col]} (p {p:.2g})")
+                    near = True
         changed += differs
+        within += near and not differs
         lines.append("| " + " | ".join([*map(str, key), *shown]) + " |")
     for side, other in (("old", "new"), ("new", "old")):
         only = sorted(set(tables[side]) - set(tables[other]))
         if only:
             lines += ["", f"Only in {side} ({len(only)}): " + ", ".join(" / ".join(k) for k in only)]
-    lines += ["", f"{changed} of {len(both)} compared row(s) changed in a count or a verdict.", "",
+    lines += ["", f"{changed} of {len(both)} compared row(s) changed in a count or a verdict "
+              f"(p < {spread.ALPHA:g}); {within} more differ only within the run-to-run spread.", "",
               "```", CAPABILITY_RULES.rstrip(), "```", ""]
     return "\n".join(lines)

@@ -217,6 +217,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         text += _corrupt_md(bad)
         (to / "README.md").write_text(text)
         return [to / "README.md"]
+    from harness.results.agreement import agreement_frame
     from harness.results.claims import CAPABILITY_RULES, judge, load_claims
     from harness.results.plots import write_plots
     from harness.results.scorecard import BEST_RULE, scorecard
@@ -236,7 +237,11 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         ("Summary: each stop button", "summary", summary(df)),
         ("Mitigations: what the harness-side saga and idempotency keys recover", "mitigations", mitigations(df)),
         ("Where saga+idempotent does not reach 0 (leaked or repeated)", "gaps", mitigation_gaps(df)),
-        ("Event-anchored trials (deterministic: repetitions must agree)", "event", by_offset(df)),
+        ("Event-anchored trials (the world freezes at the anchor: what varies is the framework's)", "event",
+         by_offset(df)),
+        ("Repetitions: trial cells whose event-anchored repetitions agree on the status and every count "
+         "(`stopbench agree`; where they disagree, the framework raced its own stop)", "agreement",
+         agreement_frame(df)),
         ("Time-anchored trials (spread)", "time", time_spread(df)),
         ("Trials that did not finish ok", "problems", problems(df)),
         ("Measured on", "environments", environments(df)),
