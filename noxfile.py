@@ -27,6 +27,10 @@ FRAMEWORKS: dict[str, Framework] = {f.name: f for f in discover(ROOT)}
 RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
 MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
+# the orphan matrix (issue #14): every MCP launch variant x a host that closes or crashes, every stop mode, at
+# "email in flight" of q3_report (what leaves processes is the MCP client's close, not the anchor)
+ORPHAN_CELL = ("--scenario", "q3_report", "--offset", "on:effect_received:email", "--tools", "mcp")
+MCP_LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
@@ -71,9 +75,13 @@ def bench(session: nox.Session, adapter: str) -> None:
                 *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
                 *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
                 "--jobs", JOBS, "--out", RESULTS, *SELECT)
+    session.run("stopbench", "run", "--adapter", adapter, *ORPHAN_CELL,
+                *[a for launch in MCP_LAUNCHES for a in ("--mcp-launch", launch)], "--host", "close", "--host", "crash",
+                "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
                     "--out", RESULTS, *SELECT)
+    session.run("stopbench", "reap", "--check")  # nothing of the run may be left on the machine
 
 
 @nox.session

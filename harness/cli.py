@@ -14,8 +14,9 @@ from pathlib import Path
 import harness
 from harness.contract.registry import AdapterError
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
+from harness.tools.mcp_launch import LAUNCHES
 from harness.tools.mitigation import MitigationError
-from harness.trial.spec import ShardError
+from harness.trial.spec import HOSTS, ShardError
 
 MAX_JOBS = 64
 
@@ -54,7 +55,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
-        observe_ms=args.observe_ms, anchors=args.anchors,
+        observe_ms=args.observe_ms, anchors=args.anchors, mcp_launches=args.mcp_launch or ["direct"],
+        hosts=args.host or ["close"],
     )
     import signal
 
@@ -196,6 +198,10 @@ def cmd_reap(args: argparse.Namespace) -> int:
             shutil.rmtree(folder, ignore_errors=True)
     if not ended and not kept:
         print("nothing of stopbench is running")
+    if args.check and ended:
+        print(f"stopbench reap --check: {ended} process(es) of stopbench were left running after the run",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -234,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tool style (repeatable; default: every style the adapter supports)")
     r.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
                    help="harness-side mitigation (repeatable; default: none)")
+    r.add_argument("--mcp-launch", action="append", choices=LAUNCHES,
+                   help="how the MCP server is launched, for MCP tools (repeatable; default: direct): a launcher "
+                        "chain that does not forward signals, a server deaf to the end of stdin, one that also "
+                        "ignores SIGTERM (harness/tools/mcp_launch.py)")
+    r.add_argument("--host", action="append", choices=HOSTS,
+                   help="what the app hosting the agent does after the stop (repeatable; default: close): "
+                        "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
+                        "watched for the observation window, then reaped)")
     r.add_argument("--reps", type=int, default=1)
     r.add_argument("--jobs", default="1", help="trials at work side by side: a number, or auto (as many as the CPU "
                    "and the stops' precision allow); trials that only observe after a stop run beside these "
@@ -294,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--dry-run", action="store_true", help="say what would be ended, end nothing")
     rep.add_argument("--all", action="store_true", help="end live runs' processes too (default: only those "
                      "whose runner is gone)")
+    rep.add_argument("--check", action="store_true", help="after a run: exit 1 if anything of stopbench was "
+                     "left running (it is ended all the same): `nox -s bench` checks itself with this")
     rep.set_defaults(func=cmd_reap)
 
     w = sub.add_parser("world", help="serve the world standalone; prints its base URL first")

@@ -33,7 +33,7 @@ class Event(StrEnum):
     EFFECT_DUPLICATE = "effect_duplicate"  # a repeated Idempotency-Key, answered from the first call
     COMPENSATION = "compensation"
     READ = "read"
-    PROCESS_REGISTERED = "process_registered"  # an MCP server said who it is
+    PROCESS_REGISTERED = "process_registered"  # a process of an MCP launch said who it is (data.role)
     ANCHOR_FIRED = "anchor_fired"
     ANCHOR_RELEASED = "anchor_released"
 
@@ -64,6 +64,8 @@ class Mark(StrEnum):
     RESUME_ABSENT = "resume_absent"
     SETTLE_RESUME = "settle_resume"
     CLOSED = "closed"
+    HOST_CRASH = "host_crash"  # host crash trials: the subject waits here to be SIGKILLed by its parent
+    HOST_CRASHED = "host_crashed"  # posted by the parent: what of the run outlived the host (data.survivors)
     HUNG = "hung"  # a step overran its deadline (data.step, data.seconds)
     ERROR = "error"  # the adapter or framework raised (data.step, data.error)
     WATCHDOG_KILLED = "watchdog_killed"

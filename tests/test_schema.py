@@ -64,8 +64,8 @@ def test_read_rows_accepts_ints_for_floats_and_null_where_declared(tmp_path):
     path = write(tmp_path, [good_row(lie_ms=100, stop_return_ms=None)])
     rows, bad = read_rows([path])
     assert bad == [] and rows[0]["lie_ms"] == 100
-    path = write(tmp_path, [good_row(orphans=None)])
-    assert "field 'orphans' is null" in str(read_rows([path])[1][0])
+    path = write(tmp_path, [good_row(reaped=None)])
+    assert "field 'reaped' is null" in str(read_rows([path])[1][0])
 
 
 def test_read_rows_requires_the_required_fields(tmp_path):

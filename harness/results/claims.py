@@ -244,9 +244,13 @@ def judge(claim: dict[str, Any], df) -> tuple[str, str]:
     """(verdict, the rows that decide it). A framework's rows are those whose `framework` field names it
     (its variant adapters too: autogen-load-state measures AutoGen). Every trial but the skipped counts: one
     that hung or failed did not abort, and says so in the verdict (CAPABILITY_RULES, last paragraph)."""
+    from harness.results.orphans import is_main, orphans_seen
+
     fw = claim["framework"]
     rows = df if fw == "*" else df[df["framework"] == fw]
-    rows = rows[rows["status"] != "skipped"]
+    if claim["rule"] == "orphans_seen":  # over the main matrix and the orphan matrix (harness/results/orphans.py)
+        return orphans_seen(rows)
+    rows = rows[is_main(rows) & (rows["status"] != "skipped")]
     base = rows[rows["mitigation"] == "none"]
     if claim.get("mode"):
         base = base[base["mode"] == claim["mode"]]
@@ -295,11 +299,6 @@ def judge(claim: dict[str, Any], df) -> tuple[str, str]:
                          + (f"event trials that hung or failed (did not abort): {'; '.join(wrong)}; " if wrong else "")
                          + f"resume reached the end in {kept}/{len(resumed)} trials"
                          + (f" (not resumed: {_causes(died, True)})" if len(died) else ""))
-    if rule == "orphans_seen":
-        orph = base[_num(base, "orphans") > 0]
-        who = ", ".join(sorted({f"{a}/{m}/{t}" for a, m, t in orph[["adapter", "mode", "tool_style"]].values}))
-        verdict = "confirmed" if len(orph) else "refuted"
-        return verdict, f"{len(orph)}/{n} trials left processes that had to be reaped" + (f": {who}" if who else "")
     return "unknown rule", rule
 
 

@@ -121,6 +121,11 @@ class TrialView:
         return out
 
     @cached_property
+    def host_crashed(self) -> dict[str, Any] | None:
+        """A host crash trial's observation of what outlived the host (harness/trial/reap.py HostCrash)."""
+        return self.data(Mark.HOST_CRASHED) if Mark.HOST_CRASHED in self.marks else None
+
+    @cached_property
     def reaped(self) -> list[dict[str, Any]]:
         return self.data(Mark.REAPED).get("processes", [])
 
@@ -296,13 +301,35 @@ def sockets_left(tr: TrialView) -> int | None:
 
 
 @metric("orphans")
-def orphans(tr: TrialView) -> int:
-    return len(tr.orphans)
+def orphans(tr: TrialView) -> int | None:
+    return None if tr.host_crashed else len(tr.orphans)
 
 
 @metric("orphan_rss_bytes")
-def orphan_rss_bytes(tr: TrialView) -> int:
-    return sum(tr.orphans.values())
+def orphan_rss_bytes(tr: TrialView) -> int | None:
+    return None if tr.host_crashed else sum(tr.orphans.values())
+
+
+@metric("orphan_cpu_s")
+def orphan_cpu_s(tr: TrialView) -> float | None:
+    if tr.host_crashed or any("cpu_s" not in p for p in tr.reaped):
+        return None
+    return round(sum(p["cpu_s"] for p in tr.reaped), 4)
+
+
+@metric("crash_orphans")
+def crash_orphans(tr: TrialView) -> int | None:
+    return None if tr.host_crashed is None else len(tr.host_crashed["survivors"])
+
+
+@metric("crash_orphan_rss_bytes")
+def crash_orphan_rss_bytes(tr: TrialView) -> int | None:
+    return None if tr.host_crashed is None else sum(p["rss"] for p in tr.host_crashed["survivors"])
+
+
+@metric("crash_orphan_cpu_s")
+def crash_orphan_cpu_s(tr: TrialView) -> float | None:
+    return None if tr.host_crashed is None else round(sum(p["cpu_s"] for p in tr.host_crashed["survivors"]), 4)
 
 
 @metric("reaped")

@@ -210,8 +210,11 @@ def _records(df) -> list[dict[str, Any]]:
 
 def write_report(raw_dir: Path, to: Path) -> list[Path]:
     """results/: the site (index.html first), README.md, CSV and JSON, plots. Every number from the rows."""
-    df, bad = load(raw_dir)
+    from harness.results.orphans import is_main, orphan_table
+
+    full, bad = load(raw_dir)
     to.mkdir(parents=True, exist_ok=True)
+    df = full[is_main(full)] if not full.empty else full  # every table but the orphan matrix's
     if df.empty:
         text = "# stopbench results\n\nNo result rows yet: run `nox` (or `stopbench run`) first.\n"
         text += _corrupt_md(bad)
@@ -229,7 +232,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     cards = scorecard(df)
     claims = []
     for claim in load_claims():
-        verdict, decided_by = judge(claim, df)
+        verdict, decided_by = judge(claim, full)
         claims.append({**claim, "verdict": verdict, "evidence": decided_by})
     cap = capability(df)
     sections = [
@@ -243,7 +246,10 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
          "(`stopbench agree`; where they disagree, the framework raced its own stop)", "agreement",
          agreement_frame(df)),
         ("Time-anchored trials (spread)", "time", time_spread(df)),
-        ("Trials that did not finish ok", "problems", problems(df)),
+        ("Orphans in the wild: each MCP launch variant, after close() and after a host crash (SIGKILL, no "
+         "cleanup); processes, their memory (bytes) and CPU seconds, medians over ok trials", "orphans",
+         orphan_table(full)),
+        ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
     ]
     summary_csv = to / "summary.csv"
@@ -251,7 +257,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     capability_csv = to / "capability.csv"
     cap.to_csv(capability_csv, index=False)
     rows_csv = to / "rows.csv"  # every stored field, in the schema's order; objects (versions, by kind) left out
-    flat = df[[c for c in df.columns if c not in schema.FIELDS or schema.FIELDS[c].type is not dict]]
+    flat = full[[c for c in full.columns if c not in schema.FIELDS or schema.FIELDS[c].type is not dict]]
     flat.to_csv(rows_csv, index=False)
     summary_json = to / "summary.json"
     summary_json.write_text(json.dumps({

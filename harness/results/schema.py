@@ -100,8 +100,11 @@ def _fields() -> Iterable[Field]:
     yield runner("offset", str, "when the stop was pressed: `at:<N>ms` after the run started, or an event anchor "
                  "`on:...`", required=True)
     yield runner("offset_kind", str, "`time` or `event`")
-    yield runner("tool_style", str, "how the tools were given to the framework: `sync`, `async` or `mcp`")
+    yield runner("tool_style", str, "how the tools were given to the framework: `sync`, `async` or `mcp`; "
+                 "`mcp+<launch>` for an MCP server launch variant (`launcher`, `deaf`, `stubborn`)")
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
+    yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
+                 "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
     yield runner("rep", int, "repetition number")
     yield runner("seed", int, "the run's seed")
     yield runner("versions", dict, "the framework's packages and their versions")
@@ -176,9 +179,18 @@ def _fields() -> Iterable[Field]:
     yield measured("tasks_left", int, "alive", "new asyncio tasks left after the stop", **n)
     yield measured("children_left", int, "alive", "child processes left after the stop", **n)
     yield measured("sockets_left", int, "alive", "new open sockets left after the stop", **n)
-    yield measured("orphans", int, "alive", "processes of the run alive after `close()` (the harness reaped them)",
-                   label="orphans")
-    yield measured("orphan_rss_bytes", int, "alive", "the orphans' resident memory", unit="bytes")
+    yield measured("orphans", int, "alive", "processes of the run alive after `close()` (the harness reaped them); "
+                   "null in a host crash trial (no close)", label="orphans", **n)
+    yield measured("orphan_rss_bytes", int, "alive", "the orphans' resident memory", unit="bytes", **n)
+    yield measured("orphan_cpu_s", float, "alive", "CPU seconds the orphans had used when the harness reaped them",
+                   unit="s", default=lambda row: None, **n)
+    yield measured("crash_orphans", int, "alive", "host crash trials: processes of the run still running an "
+                   "observation window after the host (the subject) was SIGKILLed; null when the host closed",
+                   label="crash orphans", default=lambda row: None, **n)
+    yield measured("crash_orphan_rss_bytes", int, "alive", "their resident memory at the window's end", unit="bytes",
+                   default=lambda row: None, **n)
+    yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
+                   default=lambda row: None, **n)
     yield measured("reaped", int, "alive", "processes the harness had to kill")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "
                    "audit hook in the subject)", **n)

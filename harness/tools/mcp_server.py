@@ -20,7 +20,9 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +139,12 @@ async def _stdin() -> asyncio.StreamReader:
     return reader
 
 
-async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str) -> None:
+#: a server that stays after the end of its stdin (the `deaf` and `stubborn` launch variants) still ends on its
+#: own after this long: far beyond any observation window, so a harness that failed to reap it leaks nothing
+STAY_LIMIT_S = 600.0
+
+
+async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str, on_eof: str = "exit") -> None:
     status, text = await post_json(f"{run_url}/processes", {"pid": os.getpid(), "role": "mcp_server"}, timeout_s=10)
     if status >= 400:
         raise SystemExit(f"mcp_server: the world refused registration: HTTP {status} {text[:200]}")
@@ -147,6 +154,10 @@ async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str)
     toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder),
                       on_attempt=log.attempt if log else None, apost=post_json)
     await McpServer(toolbox).serve(await _stdin())
+    if on_eof == "stay":  # deaf to the end of stdin: a timer keeps the process alive (email-mcp #60)
+        deadline = time.monotonic() + STAY_LIMIT_S
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -155,8 +166,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--mitigation", default="none", choices=mitigations.MITIGATIONS)
     parser.add_argument("--workdir", help="the trial folder (saga log and key generations live there)")
     parser.add_argument("--run-id", default="")
+    parser.add_argument("--on-eof", choices=("exit", "stay"), default="exit",
+                        help="at the end of stdin: exit (as the SDK's servers do), or stay (a deaf server; "
+                             "harness/tools/mcp_launch.py)")
+    parser.add_argument("--on-sigterm", choices=("exit", "ignore"), default="exit",
+                        help="ignore: only SIGKILL ends it (a stubborn server)")
     args = parser.parse_args(argv)
-    asyncio.run(amain(args.run_url.rstrip("/"), args.mitigation, args.workdir, args.run_id))
+    if args.on_sigterm == "ignore":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    asyncio.run(amain(args.run_url.rstrip("/"), args.mitigation, args.workdir, args.run_id, args.on_eof))
 
 
 if __name__ == "__main__":

@@ -40,25 +40,27 @@ def start_ticks(pid: int) -> int:
     return stat[1] if stat else 0
 
 
-def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0,
-             descendants: dict[int, int] | None = None) -> list[dict[str, Any]]:
-    """Kill every process of the run still alive; say which, and how much memory each held.
+def run_processes(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0,
+                  descendants: dict[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    """Every live process of the run: pid -> {"source", "role", "process"} (a psutil.Process).
 
     Candidates: the subject's descendants listed while it was frozen (`descendants`, pid -> start ticks:
     the subject is their subreaper, so this holds processes that escaped by double-forking, whatever
-    their environment or session), MCP servers that registered with the world, children an audit saw,
-    and every process started since the subject (`since_ticks`) that carries the run's owner marker or
-    sits in the subject's process group (only those are read: a process started before the subject
-    cannot be the run's).
+    their environment or session), processes that registered with the world (an MCP server, a
+    launcher and its shell: their `role`), children an audit saw, and every process started since the
+    subject (`since_ticks`) that carries the run's owner marker or sits in the subject's process group
+    (only those are read: a process started before the subject cannot be the run's).
     """
     candidates: dict[int, str] = {}
     for pid, ticks in (descendants or {}).items():
         if start_ticks(pid) == ticks:  # the very process listed, not a later one with its pid
             candidates[pid] = "descendant"
     created: dict[int, float] = {}  # pid -> create_time seen by an audit: a reused pid is never killed
+    roles: dict[int, str] = {}
     for e in events:
         if e["event"] == Event.PROCESS_REGISTERED:
             candidates[e["pid"]] = "registered"
+            roles[e["pid"]] = e.get("role", "")
         elif e["event"] == Event.MARK and e.get("name") == Mark.AUDIT and e.get("data"):
             for c in e["data"].get("children", []) or []:
                 candidates.setdefault(c["pid"], "seen_child")
@@ -76,18 +78,32 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_
             candidates.setdefault(pid, "marked")
         elif stat[0] == subject_pid:
             candidates.setdefault(pid, "process_group")
-    reaped = []
+    found: dict[int, dict[str, Any]] = {}
     for pid, source in candidates.items():
         try:
             p = psutil.Process(pid)
-            if p.status() == psutil.STATUS_ZOMBIE or pid == os.getpid():
+            if p.status() == psutil.STATUS_ZOMBIE or pid in (me, subject_pid):
                 continue
             if source == "seen_child" and pid in created and abs(p.create_time() - created[pid]) > 0.01:
                 continue
             if source == "registered" and "harness" not in " ".join(p.cmdline()):
-                continue
-            info = {"pid": pid, "source": source, "cmdline": " ".join(p.cmdline()[:4])[:200],
-                    "rss": p.memory_info().rss}
+                continue  # its pid now names another process
+            found[pid] = {"source": source, "role": roles.get(pid), "process": p}
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_ticks: int = 0,
+             descendants: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Kill every process of the run still alive (run_processes); say which, how much memory each held
+    and how much CPU it had used."""
+    reaped = []
+    for pid, f in run_processes(run_id, events, subject_pid, since_ticks, descendants).items():
+        try:
+            p = f["process"]
+            info = {"pid": pid, "source": f["source"], "cmdline": " ".join(p.cmdline()[:4])[:200],
+                    "rss": p.memory_info().rss, "cpu_s": _cpu_s(p), **({"role": f["role"]} if f["role"] else {})}
             p.kill()
             reaped.append(info)
         except (psutil.Error, OSError):
@@ -95,6 +111,46 @@ def reap_run(run_id: str, events: list[dict[str, Any]], subject_pid: int, since_
     for info in reaped:
         _wait_dead(info["pid"])
     return reaped
+
+
+def _cpu_s(p: psutil.Process) -> float:
+    t = p.cpu_times()
+    return round(t.user + t.system, 4)
+
+
+class HostCrash:
+    """What of a run outlived its host (the subject, SIGKILLed at monotonic ns `t`): the run's processes found
+    right after, watched for `window_ms`; survivors() says which still ran at the end, with their memory and
+    the CPU seconds they burned in the window."""
+
+    def __init__(self, t: int, found: dict[int, dict[str, Any]], window_ms: float):
+        self.t = t
+        self.window_ms = window_ms
+        self.end = time.monotonic() + window_ms / 1000
+        self.found = found
+        self.cpu0: dict[int, float] = {}
+        for pid, f in found.items():
+            try:
+                self.cpu0[pid] = _cpu_s(f["process"])
+            except (psutil.Error, OSError):
+                continue
+
+    def over(self) -> bool:
+        return time.monotonic() >= self.end
+
+    def survivors(self) -> dict[str, Any]:
+        alive = []
+        for pid, f in self.found.items():
+            p = f["process"]
+            try:
+                if not p.is_running() or p.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                alive.append({"pid": pid, "source": f["source"], "role": f["role"],
+                              "cmdline": " ".join(p.cmdline()[:4])[:200], "rss": p.memory_info().rss,
+                              "cpu_s": round(_cpu_s(p) - self.cpu0.get(pid, 0.0), 4)})
+            except (psutil.Error, OSError):
+                continue
+        return {"window_ms": self.window_ms, "found": len(self.found), "survivors": alive}
 
 
 def _wait_dead(pid: int, seconds: float = 5.0) -> None:

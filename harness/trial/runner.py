@@ -26,9 +26,10 @@ from harness.owner import stale_workroots, workroot_prefix
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
+from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
-from harness.trial.spec import Deadlines, Shard, TrialSpec
+from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.trial import RunningTrial, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess
 
@@ -40,6 +41,8 @@ class RunOptions:
     scenarios: list[str] = field(default_factory=list)
     offsets: list[Offset] = field(default_factory=list)
     tool_styles: list[str] = field(default_factory=list)
+    mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
+    hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int | None = 1  # None: auto (harness.trial.concurrency)
@@ -63,6 +66,12 @@ class RunOptions:
             self.shard = Shard.parse(self.shard)
         if self.anchors not in ANCHOR_KINDS:
             raise AdapterError(f"anchors: {self.anchors!r} is none of {', '.join(ANCHOR_KINDS)}")
+        for launch in self.mcp_launches:
+            if launch not in LAUNCHES:
+                raise AdapterError(f"mcp launch: {launch!r} is none of {', '.join(LAUNCHES)}")
+        for host in self.hosts:
+            if host not in HOSTS:
+                raise AdapterError(f"host: {host!r} is none of {', '.join(HOSTS)}")
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -86,12 +95,14 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
     specs = []
-    for scenario_name, mode, style, mit, rep in itertools.product(names, modes, styles, opts.mitigations,
-                                                                 range(opts.reps)):
-        for offset in opts.offsets or scenarios[scenario_name].offsets:
+    for scenario_name, mode, style, mit, host, rep in itertools.product(names, modes, styles, opts.mitigations,
+                                                                       opts.hosts, range(opts.reps)):
+        launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
+        for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors != "all" and offset.is_event != (opts.anchors == "event"):
                 continue
-            specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed))
+            specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
+                                   mcp_launch=launch, host=host))
     return opts.shard.take(specs) if opts.shard else specs
 
 
@@ -206,8 +217,8 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": adapter_cls.name,
         "adapter_ref": spec.adapter, "framework": adapter_cls.framework_name(),
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
-        "offset_kind": "event" if spec.offset.is_event else "time", "tool_style": spec.tool_style,
-        "mitigation": spec.mitigation.name, "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "offset_kind": "event" if spec.offset.is_event else "time", "tool_style": spec.tool_label,
+        "mitigation": spec.mitigation.name, "host": spec.host, "rep": spec.rep, "seed": spec.seed, "versions": versions,
         "finished_at": now_iso(), **env, **measured,
     }
 
@@ -221,10 +232,12 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
 
     elapsed = time.monotonic() - started
     eta = elapsed / n * (total - n)
-    detail = (", ".join(f"{label(k)} {row.get(k)}" for k in CONSOLE_FIELDS) if row["status"] == "ok"
+    shown = [*CONSOLE_FIELDS[:-1], "crash_orphans"] if row.get("host") == "crash" else CONSOLE_FIELDS
+    detail = (", ".join(f"{label(k)} {row.get(k)}" for k in shown) if row["status"] == "ok"
               else (row.get("reason") or ""))
+    host = " host crash" if row.get("host") == "crash" else ""
     print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
-          f"{row['scenario']} {row['offset']} {row['tool_style']} r{row['rep']}: {detail}", file=log, flush=True)
+          f"{row['scenario']} {row['offset']} {row['tool_style']}{host} r{row['rep']}: {detail}", file=log, flush=True)
 
 
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:

@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.scenario import DEFAULT_OBSERVE_MS, Offset, parse_offset
+from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
+
+#: what happens to the app hosting the agent after the stop: it closes the agent (`close`: resume, then
+#: close()), or it dies without cleanup (`crash`: SIGKILL, as a crash, an OOM kill or a deploy restart would)
+HOSTS = ("close", "crash")
 
 MODEL_NAME = "scripted-model"
 
@@ -58,7 +63,8 @@ class Shard:
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """One cell of the matrix: adapter x mode x scenario x offset x tools x mitigation x repetition."""
+    """One cell of the matrix: adapter x mode x scenario x offset x tools (and, for MCP, how the server is
+    launched) x mitigation x host x repetition."""
 
     adapter: str
     mode: str
@@ -68,10 +74,19 @@ class TrialSpec:
     mitigation: Mitigation = field(default_factory=Mitigation)
     rep: int = 0
     seed: int = 0
+    mcp_launch: str = DEFAULT_LAUNCH  # harness/tools/mcp_launch.py
+    host: str = "close"  # HOSTS
+
+    @property
+    def tool_label(self) -> str:
+        """The tool style as rows and trial ids say it: `mcp+launcher` for a launch variant."""
+        return tool_label(self.tool_style, self.mcp_launch)
 
     def trial_id(self, scenario_hash: str) -> str:
+        """The defaults (a direct MCP launch, a host that closes) leave the id as it always was."""
+        host = "" if self.host == "close" else f"|host:{self.host}"
         return (f"{self.adapter}|{self.mode}|{self.scenario}@{scenario_hash}|{self.offset.text}|"
-                f"{self.tool_style}|{self.mitigation.name}|{self.rep}")
+                f"{self.tool_label}|{self.mitigation.name}{host}|{self.rep}")
 
 
 @dataclass(frozen=True)

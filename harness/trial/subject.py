@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from harness import PACKAGE
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
 from harness.tools.loopback_http import LoopbackClient
+from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
 from harness.trial import audit
 from harness.trial.control import ControlStream, pressed
@@ -181,6 +180,10 @@ class Subject:
         if await self._saga(Mark.SAGA_LATE):
             await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
+        if spec.host == "crash":  # the app dies here without cleanup: no resume, no close()
+            await self.enter(Mark.HOST_CRASH, self.deadlines.close)
+            await asyncio.sleep(self.deadlines.close)  # the parent SIGKILLs this process meanwhile
+            return
         if job.done():
             await self._resume(adapter)
         await self._close(adapter)
@@ -253,9 +256,9 @@ class Subject:
 
     def _context(self) -> TrialContext:
         spec, run = self.spec, self.plan.run
-        args = ("-m", f"{PACKAGE}.tools.mcp_server", "--run-url", run.services_base_url,
-                *spec.mitigation.mcp_server_args(run.workdir, run.run_id))
-        mcp = McpServer(command=sys.executable, args=args, env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
+        command, args = server_command(spec.mcp_launch, ["--run-url", run.services_base_url,
+                                                        *spec.mitigation.mcp_server_args(run.workdir, run.run_id)])
+        mcp = McpServer(command=command, args=tuple(args), env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
         return TrialContext(
             run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
             services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,

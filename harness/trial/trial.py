@@ -25,7 +25,7 @@ from harness.results import metrics
 from harness.scenario import Scenario
 from harness.trial.audit import descendant_pids
 from harness.trial.concurrency import Slot
-from harness.trial.reap import reap_run, start_ticks
+from harness.trial.reap import HostCrash, reap_run, run_processes, start_ticks
 from harness.trial.spec import Deadlines, RunInfo, SubjectPlan, TrialSpec
 from harness.trial.subject import subject_main
 from harness.trial.watchdog import WatchdogReader
@@ -95,6 +95,7 @@ class RunningTrial:
         self.cpu_s: float | None = None  # the subject's and its waited-for children's, from the kernel
         self.descendants: dict[int, int] = {}  # pid -> start ticks, listed while the subject was frozen
         self.events: list[dict[str, Any]] = []  # the ledger behind the row, once finish() read it
+        self.crash: HostCrash | None = None  # a host crash trial, once its host was killed
         created = world.create_run(scenario.name, seed=spec.seed,
                                    stop_anchor=spec.offset.text if spec.offset.is_event else None)
         self.run_id = created["run_id"]
@@ -138,9 +139,9 @@ class RunningTrial:
 
     @property
     def observing(self) -> bool:
-        """In an observation step (waiting for quiet after the floor): it only waits, so the runner may
-        start another trial beside it."""
-        return self.watchdog.last_step in OBSERVING_STEPS
+        """In an observation step (waiting for quiet after the floor, or watching what outlived a crashed
+        host): it only waits, so the runner may start another trial beside it."""
+        return self.watchdog.last_step in OBSERVING_STEPS or self.crash is not None
 
     @property
     def slot(self) -> Slot:
@@ -151,6 +152,11 @@ class RunningTrial:
     def poll(self) -> bool:
         """True once the subject is done (it said so and waits to be ended), gone, or ended by the watchdog."""
         self.watchdog.read()
+        if self.crash is not None:
+            return self.crash.over()
+        if self.watchdog.last_step == Mark.HOST_CRASH and self.exit_code is None:
+            self._crash_host()
+            return False
         if self.watchdog.done or self._reaped_exit():
             return True
         if self.watchdog.overran():
@@ -171,6 +177,16 @@ class RunningTrial:
             return
         for pid in descendant_pids(self.pid):
             self.descendants.setdefault(pid, start_ticks(pid))
+
+    def _crash_host(self) -> None:
+        """The host crash: SIGKILL the subject where it stands (no close(), no atexit, as an OOM kill), then
+        watch what of the run outlives it for the observation window (HostCrash)."""
+        self._freeze()  # its descendants listed while it still holds them
+        t = time.monotonic_ns()
+        self._end_subject()
+        events = self.world.ledger(self.run_id)["events"]
+        found = run_processes(self.run_id, events, self.pid, self.subject_start, self.descendants)
+        self.crash = HostCrash(t, found, self.plan.observe_ms)
 
     def _end_subject(self) -> None:
         """SIGKILL the subject and wait for it (its CPU time comes with the wait)."""
@@ -222,6 +238,8 @@ class RunningTrial:
         self._freeze()
         if self.killed_step or not self.watchdog.done:  # ended, or died, before it could post all its marks
             self._stop_called_from_here()
+        if self.crash is not None:
+            self.world.mark(self.run_id, Mark.HOST_CRASHED, t=self.crash.t, data=self.crash.survivors())
         if self.killed_step:
             self.world.mark(self.run_id, Mark.WATCHDOG_KILLED, data={"step": self.killed_step})
             # what was already in flight still lands: let it, so the row counts it
@@ -235,7 +253,7 @@ class RunningTrial:
         self.events = events  # the evidence behind the row (harness.results.evidence)
         row = metrics.compute(events, self.scenario, self.spec.offset)
         # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
-        exit_code = 0 if self.watchdog.done and not self.killed_step else self.exit_code
+        exit_code = 0 if (self.watchdog.done or self.crash) and not self.killed_step else self.exit_code
         status, reason = metrics.status(events, exit_code, self.watchdog.crash, self.killed_step)
         self.world.delete_run(self.run_id)  # the row has what it needs: keep the world's memory flat
         row.update(status=status, reason=reason, run_id=self.run_id, observe_ms=self.plan.observe_ms,

@@ -1,0 +1,103 @@
+"""Orphans as they happen in the wild: the MCP launch variants and the host crash, apart from the main matrix.
+
+The main matrix (every table but this one) is the app as its docs show it: the MCP server started directly,
+a host that closes the agent. The orphan matrix adds the process trees orphans come from in the wild
+(harness/tools/mcp_launch.py) and a host that dies without cleanup (`--host crash`); its rows are read here,
+framework x launch x {after close(), after a host crash}, and by the claim "orphans need a reaper".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.results.cells import cells
+from harness.tools.mcp_launch import LAUNCHES, split_label
+
+#: read after close() and after a host crash: how many processes, their memory, their CPU
+AFTER_CLOSE = ("orphans", "orphan_rss_bytes", "orphan_cpu_s")
+AFTER_CRASH = ("crash_orphans", "crash_orphan_rss_bytes", "crash_orphan_cpu_s")
+
+
+def is_main(df):
+    """Rows of the main matrix: a host that closes, tools as the docs show them (no launch variant)."""
+    import pandas as pd
+
+    host = df.get("host", pd.Series("close", index=df.index))
+    style = df.get("tool_style", pd.Series("", index=df.index))
+    return (host.fillna("close") == "close") & ~style.astype(str).str.contains("+", regex=False)
+
+
+def launch_of(df):
+    return df["tool_style"].astype(str).map(lambda t: split_label(t)[1])
+
+
+def orphan_rows(df):
+    """The orphan matrix's rows: MCP tools (any launch), no mitigation, not skipped, in the cells (adapter x
+    mode x scenario x offset) a launch variant or a host crash was measured in; there, the direct launch with a
+    closing host is the main matrix's MCP rows."""
+    import pandas as pd
+
+    mcp = df[df["tool_style"].astype(str).str.startswith("mcp") & (df["mitigation"] == "none")
+             & (df["status"] != "skipped")]
+    variants = mcp[~is_main(mcp)]
+    cells_measured = set(map(tuple, variants[["adapter", "mode", "scenario", "offset"]].values))  # noqa: C401
+    keys = ["adapter", "mode", "scenario", "offset"]
+    keep = mcp[pd.Series([tuple(k) in cells_measured for k in mcp[keys].values], index=mcp.index, dtype=bool)]
+    return keep.assign(launch=launch_of(keep), host=keep.get("host", "close"))
+
+
+def _orphaned(rows, field: str) -> str:
+    vals = rows[field].dropna()
+    return "-" if vals.empty else f"{int((vals > 0).sum())}/{len(vals)}"
+
+
+def orphan_table(df):
+    """framework (adapter) x launch: after close() and after a host crash, the trials that left processes
+    (k/n), how many (median), their memory and CPU seconds (medians over ok trials)."""
+    import pandas as pd
+
+    rows = orphan_rows(df)
+    out: list[dict[str, Any]] = []
+    order = {launch: i for i, launch in enumerate(LAUNCHES)}
+    for (adapter, launch), g in sorted(rows.groupby(["adapter", "launch"]), key=lambda kv: (kv[0][0], order[kv[0][1]])):
+        line: dict[str, Any] = {"adapter": adapter, "launch": launch}
+        for host, fields, label in (("close", AFTER_CLOSE, "after close"), ("crash", AFTER_CRASH, "after crash")):
+            h = g[g["host"] == host]
+            ok = h[h["status"] == "ok"]
+            line[f"{label}: trials"] = f"{len(h)}" + (f" ({len(h) - len(ok)} not ok)" if len(ok) < len(h) else "")
+            line[f"{label}: left processes"] = _orphaned(h, fields[0])
+            line.update({f"{label}: {k}": v for k, v in cells(ok, fields).items()} if len(ok) else
+                        {f"{label}: {k}": "-" for k in fields})
+        out.append(line)
+    return pd.DataFrame(out)
+
+
+def orphans_seen(df) -> tuple[str, str]:
+    """The claim "orphan processes need a reaper", over every condition: the main matrix after close(), and
+    the orphan matrix's launch variants after close() and after a host crash. Confirmed when any trial left
+    a process the harness had to reap; the evidence names which condition, for which adapter and mode."""
+    main = df[is_main(df) & (df["mitigation"] == "none") & (df["status"] != "skipped")]
+    parts = []
+    total = orphaned = 0
+    main_orph = main[main["orphans"].fillna(0) > 0]
+    total += int(main["orphans"].notna().sum())
+    orphaned += len(main_orph)
+    who = sorted({f"{a}/{m}/{t}" for a, m, t in main_orph[["adapter", "mode", "tool_style"]].values})
+    parts.append(f"main matrix after close(): {len(main_orph)}/{int(main['orphans'].notna().sum())}"
+                 + (f" ({', '.join(who)})" if who else ""))
+    wild = orphan_rows(df)
+    wild = wild[~is_main(wild)]
+    for host, field, label in (("close", "orphans", "after close()"), ("crash", "crash_orphans", "after a host crash")):
+        h = wild[wild["host"] == host]
+        if h.empty:
+            continue
+        hit = h[h[field].fillna(0) > 0]
+        total += int(h[field].notna().sum())
+        orphaned += len(hit)
+        by = sorted({f"{a}/{launch}" for a, launch in hit[["adapter", "launch"]].values})
+        parts.append(f"launch variants {label}: {len(hit)}/{int(h[field].notna().sum())}"
+                     + (f" ({', '.join(by)})" if by else ""))
+    if not total:
+        return "not measured", "no trial measured its orphans"
+    verdict = "confirmed" if orphaned else "refuted"
+    return verdict, f"{orphaned}/{total} trials left processes that had to be reaped: " + "; ".join(parts)

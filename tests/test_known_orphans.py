@@ -1,0 +1,52 @@
+"""Issue #14's launch variants and host crash, planted: survivors known by construction
+(tests/known_answer/orphans.py has the table), counted exactly, and nothing left running afterwards."""
+
+from __future__ import annotations
+
+from tests.test_trials import run
+
+KA = "tests.known_answer.orphans:"
+
+
+def test_each_launch_variant_leaves_its_known_survivors_after_close_and_after_a_host_crash(tmp_path):
+    rows = run(KA + "EndsDirectChildOnly", tmp_path, offsets=["at:1500ms"], tool_styles=["mcp"],
+               mcp_launches=["direct", "launcher", "deaf", "stubborn"], hosts=["close", "crash"], jobs=4)
+    got = {(r["tool_style"], r["host"]): r for r in rows}
+    assert all(r["status"] == "ok" for r in rows), [(k, r["reason"]) for k, r in got.items() if r["status"] != "ok"]
+    after_close = {k[0]: (r["orphans"], r["reaped"]) for k, r in got.items() if k[1] == "close"}
+    assert after_close == {"mcp": (0, 0), "mcp+launcher": (2, 2), "mcp+deaf": (0, 0), "mcp+stubborn": (1, 1)}
+    after_crash = {k[0]: (r["crash_orphans"], r["reaped"]) for k, r in got.items() if k[1] == "crash"}
+    assert after_crash == {"mcp": (0, 0), "mcp+launcher": (0, 0), "mcp+deaf": (1, 1), "mcp+stubborn": (1, 1)}
+    for (_style, host), r in got.items():
+        if host == "crash":
+            assert r["orphans"] is None and r["resume_ok"] is None  # no close, no resume: not measured
+            assert (r["crash_orphan_rss_bytes"] > 5_000_000) == (r["crash_orphans"] > 0)
+            assert 0 <= r["crash_orphan_cpu_s"] < 0.5  # an idle server burns next to nothing
+        else:
+            assert r["crash_orphans"] is None and r["crash_orphan_cpu_s"] is None
+            assert (r["orphan_rss_bytes"] > 5_000_000) == (r["orphans"] > 0)
+    # the trial ids of the defaults are as they always were; the variants say theirs
+    ids = {r["trial_id"].split("|", 4)[4] for r in rows}
+    assert ids == {"mcp|none|0", "mcp+launcher|none|0", "mcp+deaf|none|0", "mcp+stubborn|none|0",
+                   "mcp|none|host:crash|0", "mcp+launcher|none|host:crash|0", "mcp+deaf|none|host:crash|0",
+                   "mcp+stubborn|none|host:crash|0"}
+
+
+def test_the_report_reads_the_orphan_matrix_apart_and_judges_the_claim_over_every_condition(tmp_path):
+    from harness.results.report import write_report
+
+    run(KA + "EndsDirectChildOnly", tmp_path, offsets=["at:1500ms"], tool_styles=["mcp"],
+        mcp_launches=["direct", "launcher", "stubborn"], hosts=["close", "crash"], jobs=3)
+    write_report(tmp_path, tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    table = text.split("## Orphans in the wild")[1].split("\n## ")[0]
+    lines = [[c.strip() for c in x.strip("|").split("|")] for x in table.splitlines() if x.startswith("| known")]
+    # adapter, launch, after close: trials, left processes, orphans, ...; after crash: trials, left processes, ...
+    assert [(x[1], x[3], x[4], x[8], x[9]) for x in lines] == [
+        ("direct", "0/1", "0", "0/1", "0"), ("launcher", "1/1", "2", "0/1", "0"), ("stubborn", "1/1", "1", "1/1", "1")]
+    assert ("| Orphan processes need a reaper | confirmed | 3/6 trials left processes that had to be reaped: main "
+            "matrix after close(): 0/1; launch variants after close(): 2/2 (known-ends-direct-child-only/launcher, "
+            "known-ends-direct-child-only/stubborn); launch variants after a host crash: 1/3 "
+            "(known-ends-direct-child-only/stubborn) |") in " ".join(text.split()).replace("| |", "||")
+    capability = text.split("## Capability table")[1].split("\n## ")[0]
+    assert "| known-ends-direct-child-only | cancel | 1 |" in " ".join(capability.split())  # the main matrix only
