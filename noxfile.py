@@ -16,7 +16,7 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
-from harness.frameworks import CORE, Framework, discover, test_suites  # noqa: E402 (stdlib only)
+from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -31,6 +31,10 @@ MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:
 # "email in flight" of q3_report (what leaves processes is the MCP client's close, not the anchor)
 ORPHAN_CELL = ("--scenario", "q3_report", "--offset", "on:effect_received:email", "--tools", "mcp")
 MCP_LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
+# the version history (issue #22): a small fixed matrix per release, apart from the headline run
+HISTORY = os.environ.get("STOPBENCH_HISTORY", f"{RESULTS}/history")
+HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode, tool style; REPS repetitions
+HISTORY_RUNS = history_runs(ROOT)
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
@@ -82,6 +86,17 @@ def bench(session: nox.Session, adapter: str) -> None:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
                     "--out", RESULTS, *SELECT)
     session.run("stopbench", "reap", "--check")  # nothing of the run may be left on the machine
+
+
+@nox.session
+@nox.parametrize(["adapter", "release"], HISTORY_RUNS, ids=[f"{a}-{r}" for a, r in HISTORY_RUNS])
+def history(session: nox.Session, adapter: str, release: str) -> None:
+    """One release of a framework's version history: its own environment (framework.toml `[history]`), the
+    history matrix into results/history/<framework>/<release>/; `nox -s report` draws the history pages."""
+    session.install("-e", ".", *FRAMEWORKS[adapter].install_args(release))
+    session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
+                "--out", f"{HISTORY}/{adapter}/{release}", *session.posargs)
+    session.run("stopbench", "reap", "--check")
 
 
 @nox.session

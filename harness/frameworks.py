@@ -14,11 +14,15 @@ framework.toml:
     [[variants]]                                  # more adapter classes of this framework, benched with it
     adapter = "adapters.autogen.adapter:AutogenLoadStateAdapter"
     args = ["--scenario", "q3_report"]            # extra `stopbench run` arguments for it
+    [history]                                     # the version history (`nox -s history`, issue #22)
+    package = "crewai"                            # the dependency whose releases it walks
+    releases = ["1.10", "1.11", "1.12"]           # minor releases, oldest first: each installed as ==X.Y.*
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from dataclasses import dataclass
@@ -41,24 +45,50 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class History:
+    """The releases the version history installs, one environment each: `package==<release>.*` in place of
+    the package's requirement in `dependencies`, without constraints.txt (its pins are the newest release's;
+    every row records the versions it ran with)."""
+
+    package: str
+    releases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Framework:
     name: str  # the adapter name: the folder with - for _
     folder: Path
     dependencies: tuple[str, ...]
     variants: tuple[Variant, ...] = ()
     docs: str = ""  # the framework's own documentation of its stop / cancel (the report links it)
+    history: History | None = None
 
     @property
     def constraints(self) -> Path | None:
         path = self.folder / "constraints.txt"
         return path if path.exists() else None
 
-    def install_args(self) -> list[str]:
-        """`pip install` arguments for this framework's adapter (the harness itself is installed apart)."""
-        args = list(self.dependencies)
-        if self.constraints:
-            args += ["-c", str(self.constraints)]
-        return args
+    def install_args(self, release: str | None = None) -> list[str]:
+        """`pip install` arguments for this framework's adapter (the harness itself is installed apart); with
+        `release`, those of that release of the history (History)."""
+        if release is None:
+            args = list(self.dependencies)
+            return args + (["-c", str(self.constraints)] if self.constraints else [])
+        if self.history is None or release not in self.history.releases:
+            known = ", ".join(self.history.releases) if self.history else "none"
+            raise FrameworkError(f"{self.folder / MANIFEST}: no history release {release!r} (releases: {known})")
+        package = self.history.package
+        return [f"{_name(d)}=={release}.*" if _bare(d) == package else d for d in self.dependencies]
+
+
+def _name(requirement: str) -> str:
+    """`pkg[extra]>=1,<2` -> `pkg[extra]`."""
+    return re.split(r"[<>=!~;@ ]", requirement, maxsplit=1)[0]
+
+
+def _bare(requirement: str) -> str:
+    """`pkg[extra]>=1` -> `pkg` (lowercase, `_` as `-`)."""
+    return _name(requirement).split("[")[0].strip().lower().replace("_", "-")
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:
@@ -75,10 +105,10 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    unknown = set(data) - {"dependencies", "variants", "docs"}
+    unknown = set(data) - {"dependencies", "variants", "docs", "history"}
     if unknown:
         raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} "
-                             "(known: dependencies, variants, docs)")
+                             "(known: dependencies, variants, docs, history)")
     docs = data.get("docs", "")
     if not isinstance(docs, str) or (docs and not docs.startswith("https://")):
         raise FrameworkError(f"{path}: docs: expected an https:// link, got {docs!r}")
@@ -89,7 +119,24 @@ def load(folder: Path) -> Framework:
         if not isinstance(v, dict) or not isinstance(v.get("adapter"), str) or ":" not in v["adapter"]:
             raise FrameworkError(f"{where}.adapter: expected an import path package.module:Class")
         variants.append(Variant(v["adapter"], _strings(v.get("args", []), f"{where}.args")))
-    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants), docs)
+    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants), docs,
+                     _history(data.get("history"), deps, path))
+
+
+def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) - {"package", "releases"}:
+        raise FrameworkError(f"{path}: history: expected a table with package and releases")
+    package = data.get("package")
+    if not isinstance(package, str) or package.lower().replace("_", "-") not in {_bare(d) for d in deps}:
+        raise FrameworkError(f"{path}: history.package: {package!r} is not one of the dependencies "
+                             f"({', '.join(_bare(d) for d in deps)})")
+    releases = _strings(data.get("releases", []), f"{path}: history.releases")
+    bad = [r for r in releases if not re.fullmatch(r"\d+\.\d+", r)]
+    if not releases or bad:
+        raise FrameworkError(f"{path}: history.releases: expected minor versions like \"1.12\", got {bad or 'none'}")
+    return History(package.lower().replace("_", "-"), releases)
 
 
 def discover(root: Path = ROOT) -> list[Framework]:
@@ -101,6 +148,11 @@ def discover(root: Path = ROOT) -> list[Framework]:
     if missing:
         raise FrameworkError(f"{missing[0] / MANIFEST}: missing (every adapters/<name>/ declares its dependencies)")
     return [load(f) for f in folders]
+
+
+def history_runs(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(framework, release) of every framework's version history, oldest release first."""
+    return [(f.name, r) for f in discover(root) if f.history for r in f.history.releases]
 
 
 def ci_matrix(root: Path = ROOT, shards: int = 1) -> dict[str, list]:
@@ -122,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["matrix"] and (len(args) == 1 or (len(args) == 3 and args[1] == "--shards"
                                                            and args[2].isdigit() and int(args[2]) >= 1)):
             print(json.dumps(ci_matrix(shards=int(args[2]) if len(args) == 3 else 1)))
+        elif args == ["history"]:  # the history's CI matrix: one job per framework x release
+            print(json.dumps({"include": [{"adapter": a, "release": r} for a, r in history_runs()]}))
         elif args == ["list"]:
             for f in discover():
                 print(f.name)
@@ -131,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise FrameworkError(f"unknown framework {args[1]!r} (known: {', '.join(found)})")
             print(" ".join(found[args[1]].install_args()))
         else:
-            print("usage: python -m harness.frameworks matrix [--shards N] | list | requirements NAME", file=sys.stderr)
+            print("usage: python -m harness.frameworks matrix [--shards N] | history | list | requirements NAME",
+                  file=sys.stderr)
             return 2
     except FrameworkError as e:
         print(f"stopbench frameworks: error: {e}", file=sys.stderr)

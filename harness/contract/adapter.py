@@ -106,6 +106,9 @@ class Adapter(abc.ABC):
     tool_styles: ClassVar[tuple[str, ...]] = TOOL_STYLES
     #: (stop mode, tool style) -> why the framework cannot run that pair at all; its trials are `skipped`
     unsupported: ClassVar[dict[tuple[str, str], str]] = {}
+    #: stop mode -> (distribution, the first release that has its primitive): in an older release (the version
+    #: history installs old ones) its trials are `skipped` as unsupported there, not failed
+    modes_since: ClassVar[dict[str, tuple[str, str]]] = {}
     #: environment set before the framework is imported (telemetry off, no phoning home)
     environment: ClassVar[dict[str, str]] = {}
     #: distributions whose versions every row records
@@ -154,6 +157,30 @@ class Adapter(abc.ABC):
     @classmethod
     def has_resume(cls) -> bool:
         return bool(cls.resume_primitive)
+
+    @classmethod
+    def why_unsupported(cls, mode: str, tool_style: str) -> str | None:
+        """Why this mode cannot run with this tool style here (`unsupported`, or a release older than the
+        mode's primitive: `modes_since`), or None."""
+        why = cls.unsupported.get((mode, tool_style))
+        if why or mode not in cls.modes_since:
+            return why
+        package, first = cls.modes_since[mode]
+        have = package_versions((package,))[package]
+        if have != "not installed" and release_key(have) < release_key(first):
+            return f"unsupported in {package} {have}: its primitive came in {first}"
+        return None
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """`1.12.3` -> (1, 12, 3); a pre-release suffix is ignored (`2.0.0rc1` -> (2, 0, 0))."""
+    parts = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
 
 
 def package_versions(names: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -13,11 +13,12 @@ from harness.results import schema
 
 
 def frame(rows: list[dict[str, Any]]):
-    """Rows as a DataFrame, columns in the schema's order (then any undeclared ones)."""
+    """Rows as a DataFrame: every declared column in the schema's order (a field an older row lacks has no
+    value there, as `-` in a table), then any undeclared ones."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    return df[schema.columns(df.columns)]
+    return df.reindex(columns=schema.columns([*schema.FIELDS, *df.columns]))
 
 
 def median_cell(series) -> str:

@@ -64,9 +64,9 @@ def prices() -> dict[str, float]:
 
 def cancel_tax(df, table: dict[str, float] | None = None):
     p = table or prices()
-    return (df["tokens_after_stop"].fillna(0) / 1000 * p["output_tokens_per_1k"]
-            + df["effects_compensated"].fillna(0) * p["compensation"]
-            + df["orphan_rss_bytes"].fillna(0) / 1e9 * p["orphan_hours"] * p["orphan_gb_hour"])
+    return (_num(df, "tokens_after_stop").fillna(0) / 1000 * p["output_tokens_per_1k"]
+            + _num(df, "effects_compensated").fillna(0) * p["compensation"]
+            + _num(df, "orphan_rss_bytes").fillna(0) / 1e9 * p["orphan_hours"] * p["orphan_gb_hour"])
 
 
 #: the trial steps after the stop phase: a trial that went wrong only there had its stop measured in full

@@ -88,7 +88,7 @@ def version_changes(old: list[dict], new: list[dict]) -> str:
     return ", ".join(changes) or "none"
 
 
-def _same(column: str, a: Any, b: Any) -> bool:
+def agrees(column: str, a: Any, b: Any) -> bool:
     """A verdict is the same when its word is ("yes (3/3)" and "yes (1/1)"); a count when its text is."""
     if column in VERDICTS:
         return re.sub(r" \(.*\)$", "", str(a)) == re.sub(r" \(.*\)$", "", str(b))
@@ -165,7 +165,7 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
         for col in COLUMNS:
             if col in TIMINGS:
                 shown.append(f"{a[col]} -> {b[col]}")
-            elif _same(col, a[col], b[col]):
+            elif agrees(col, a[col], b[col]):
                 shown.append(f"= {a[col]}" if str(a[col]) == str(b[col]) else f"= {a[col]} -> {b[col]}")
             else:
                 p = difference_p(col, groups["old"][key], groups["new"][key])

@@ -124,9 +124,12 @@ def _evidence_blob(path: Path, trial_ids: set[str]) -> tuple[str, int]:
 
 def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
                tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
-               notes: dict[str, str]) -> list[Path]:
-    """index.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, assets/. Returns the pages."""
+               notes: dict[str, str], history_dir: Path | None = None) -> list[Path]:
+    """index.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir`
+    has runs: harness/results/history.py), assets/. Returns the pages."""
     import jinja2
+
+    from harness.results.history import load_history, write_history
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -138,6 +141,9 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
         shutil.copyfile(TEMPLATES / name, assets / name)
     for stale in ("frameworks", "buttons"):  # pages of buttons no longer measured must not linger
         shutil.rmtree(out / stale, ignore_errors=True)
+    for page in (out / "history").glob("*.html") if (out / "history").is_dir() else []:
+        page.unlink()
+    env.globals["has_history"] = history_dir is not None and load_history(history_dir)[0] is not None
     folders = {f.name: f for f in discover(ROOT)}
     env.globals["colors"] = framework_colors(df["framework"])
     texts = mode_texts(ROOT)
@@ -168,6 +174,8 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
         written.append(page)
         for b in card["buttons"]:
             written.append(_button_page(env, df, out, common, fw, b, texts.get((b["adapter"], b["mode"]), "")))
+    if history_dir is not None:
+        written += write_history(history_dir, out, env, common)
     return written
 
 

@@ -112,7 +112,7 @@ class Subject:
             self.own(control.listen())
             await asyncio.wait_for(control.ready.wait(), 10)
         await self.audit(AuditPhase.BASELINE)
-        why = self.adapter_cls.unsupported.get((spec.mode, spec.tool_style))
+        why = self.adapter_cls.why_unsupported(spec.mode, spec.tool_style)
         if why:
             await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return

@@ -153,3 +153,10 @@ class CancelsEmailInFlight(_Base):
     async def job(self) -> None:
         await self.ctx.toolbox.acall("send_email", EMAIL)
         await _forever()
+
+
+class NeedsAFutureRelease(_Base):
+    """Its one mode's primitive came in a release of pytest that does not exist yet: unsupported here."""
+
+    name = "known-needs-a-future-release"
+    modes_since = {"cancel": ("pytest", "999.0")}

@@ -1,0 +1,149 @@
+"""The version history (issue #22): each stop button across a framework's releases, asv-style.
+
+`nox -s history` runs a small fixed matrix (noxfile HISTORY_MATRIX) once per release of each framework that
+declares `[history]` in its framework.toml, each release in its own environment, into
+results/history/<framework>/<release>/raw/ (apart from the headline run: its trial ids repeat per release).
+This reads those folders and writes results/history/: a page per framework with the capability cells per
+release, tokens and leaks per release as plots, and "changed in X.Y" notes where a count or verdict changed
+between consecutive releases beyond the run-to-run spread (the test `stopbench compare` uses), each naming
+the rows behind it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.contract.adapter import release_key
+from harness.results.rows import raw_files, read_rows
+
+#: the columns of a release's line (capability verdicts, then medians over ok trials)
+SHOWN = ("can abort", "state kept", "can resume", "repeats effect", "orphans clean")
+NUMBERS = ("tokens_after_stop", "effects_leaked")
+
+
+def load_history(folder: Path):
+    """Every history row under `folder` (<framework>/<release>/raw/*.jsonl), with its `release`; None when
+    there is none. Unreadable lines are returned apart, as by read_rows."""
+    from harness.results.cells import frame
+
+    rows, bad = [], []
+    for raw in sorted(folder.glob("*/*/raw")) if folder.is_dir() else []:
+        got, unreadable = read_rows(raw_files(raw.parent))
+        rows += [{**r, "release": raw.parent.name, "history_of": raw.parent.parent.name} for r in got]
+        bad += unreadable
+    return (frame(rows) if rows else None), bad
+
+
+def _releases(df) -> list[str]:
+    return sorted(df["release"].unique(), key=release_key)
+
+
+def release_table(df):
+    """One line per mode x release: trials, unsupported, the verdicts and the medians of tokens+ and leaked."""
+    import pandas as pd
+
+    from harness.results.cells import cells
+    from harness.results.claims import capability_row
+
+    out: list[dict[str, Any]] = []
+    for mode, g in df.groupby("mode", sort=True):
+        for release in _releases(g):
+            r = g[g["release"] == release]
+            unsupported = r[(r["status"] == "skipped") & r["reason"].astype(str).str.contains("unsupported in")]
+            line: dict[str, Any] = {"mode": mode, "release": release, "trials": len(r)}
+            if len(unsupported) == len(r):
+                line.update({c: "unsupported" for c in (*SHOWN, "tokens+", "leaked")})
+            else:
+                cap = capability_row(r)
+                line.update({c: cap[c] for c in SHOWN})
+                line.update(cells(r[r["status"] == "ok"], NUMBERS))
+            line["versions"] = ", ".join(sorted({f"{k} {v}" for vs in r["versions"] for k, v in (vs or {}).items()}))
+            out.append(line)
+    return pd.DataFrame(out)
+
+
+def changes(df) -> list[str]:
+    """"changed in X.Y" notes: for each mode, each pair of consecutive releases, each verdict or count whose
+    difference is beyond the run-to-run spread (harness/results/compare.py difference_p), with the trials."""
+    from harness.results import spread
+    from harness.results.cells import cells
+    from harness.results.claims import capability_row
+    from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
+
+    notes = []
+    for mode, g in df.groupby("mode", sort=True):
+        releases = _releases(g)
+        for old, new in zip(releases, releases[1:], strict=False):
+            a, b = g[g["release"] == old], g[g["release"] == new]
+            a_ok = a[~a["reason"].astype(str).str.contains("unsupported in")]
+            b_ok = b[~b["reason"].astype(str).str.contains("unsupported in")]
+            if a_ok.empty != b_ok.empty:
+                notes.append(f"{mode}: {'appeared' if a_ok.empty else 'gone'} in {new} "
+                             f"({len(b_ok) if a_ok.empty else len(a_ok)} trials)")
+                continue
+            if a_ok.empty:
+                continue
+            ca = {**capability_row(a_ok), **cells(a_ok[a_ok["status"] == "ok"], COUNTS.values())}
+            cb = {**capability_row(b_ok), **cells(b_ok[b_ok["status"] == "ok"], COUNTS.values())}
+            for col in (*VERDICTS, *COUNTS):
+                if agrees(col, ca[col], cb[col]):
+                    continue
+                p = difference_p(col, a_ok, b_ok)
+                if spread.beyond_spread(p):
+                    notes.append(f"{mode}: {col} changed in {new}: {ca[col]} -> {cb[col]} (p {p:.2g}; "
+                                 f"{len(a_ok)} trials of {old}, {len(b_ok)} of {new})")
+    return notes
+
+
+def _plot(df, field: str, title: str, unit: str, to: Path) -> Path | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return None
+    releases = _releases(df)
+    fig, ax = plt.subplots(figsize=(max(5, 0.8 * len(releases) + 3), 3.2))
+    for mode, g in ok.groupby("mode", sort=True):
+        med = g.groupby("release")[field].median()
+        xs = [i for i, r in enumerate(releases) if r in med.index]
+        ax.plot(xs, [med[releases[i]] for i in xs], marker="o", label=mode)  # releases are ordered: a line
+    ax.set_xticks(range(len(releases)), releases)
+    ax.set_xlabel("release")
+    ax.set_ylabel(f"{title} ({unit}, median over ok trials)")
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(to, format="svg")
+    plt.close(fig)
+    return to
+
+
+def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> list[Path]:
+    """history/index.html and history/<framework>.html (with SVG plots) into `out`; [] when there is no history."""
+    from harness.results.site import _html_table, slug
+
+    df, _ = load_history(history_dir)
+    if df is None:
+        return []
+    pages_dir = out / "history"
+    pages_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    frameworks = []
+    for fw, g in df.groupby("history_of", sort=True):
+        plots = [p.name for p in (_plot(g, "tokens_after_stop", "tokens after the stop", "tokens",
+                                        pages_dir / f"{slug(fw)}-tokens.svg"),
+                                  _plot(g, "effects_leaked", "effects leaked", "effects",
+                                        pages_dir / f"{slug(fw)}-leaked.svg")) if p]
+        changed = changes(g)
+        page = pages_dir / f"{slug(fw)}.html"
+        page.write_text(env.get_template("history.html.j2").render(
+            **common, root="../", framework=fw, releases=_releases(g), changed=changed, plots=plots,
+            table=_html_table(release_table(g)), n_rows=len(g)))
+        written.append(page)
+        frameworks.append({"name": fw, "page": page.name, "releases": _releases(g), "changes": len(changed)})
+    index = pages_dir / "index.html"
+    index.write_text(env.get_template("history_index.html.j2").render(**common, root="../", frameworks=frameworks))
+    return [index, *written]

@@ -1,0 +1,81 @@
+"""The version history (issue #22): releases declared in framework.toml, a mode missing from a release is
+unsupported there (not failed), and the report's history pages say what changed in which release."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.frameworks import FrameworkError, load
+from harness.results.report import write_report
+from tests.test_compare import cells_of
+from tests.test_trials import run
+
+
+def framework(tmp_path: Path, text: str):
+    folder = tmp_path / "fw_x"
+    folder.mkdir()
+    (folder / "framework.toml").write_text(text)
+    (folder / "constraints.txt").write_text("fw-x==1.3.2\n")
+    return load(folder)
+
+
+def test_a_release_is_installed_in_place_of_the_package_requirement_without_the_pins(tmp_path):
+    fw = framework(tmp_path, 'dependencies = ["Fw_X[mcp]>=1.3,<1.4", "other>=2"]\n'
+                             '[history]\npackage = "fw-x"\nreleases = ["1.1", "1.2", "1.3"]\n')
+    assert fw.install_args("1.2") == ["Fw_X[mcp]==1.2.*", "other>=2"]
+    assert fw.install_args()[-2:] == ["-c", str(fw.folder / "constraints.txt")]
+    with pytest.raises(FrameworkError, match=r"no history release '0.9' \(releases: 1.1, 1.2, 1.3\)"):
+        fw.install_args("0.9")
+
+
+@pytest.mark.parametrize(("history", "error"), [
+    ('package = "nope"\nreleases = ["1.1"]', "history.package: 'nope' is not one of the dependencies"),
+    ('package = "fw-x"\nreleases = ["1.1.2"]', "history.releases: expected minor versions"),
+    ('package = "fw-x"\nreleases = []', "history.releases: expected minor versions"),
+    ('package = "fw-x"\nreleases = ["1.1"]\nwhen = "now"', "history: expected a table with package and releases"),
+])
+def test_a_malformed_history_names_the_file_and_the_field(tmp_path, history, error):
+    with pytest.raises(FrameworkError, match=error) as e:
+        framework(tmp_path, f'dependencies = ["fw-x>=1.3"]\n[history]\n{history}\n')
+    assert "framework.toml" in str(e.value)
+
+
+def test_a_mode_newer_than_the_installed_release_is_skipped_as_unsupported(tmp_path):
+    rows = run("tests.known_answer.adapters:NeedsAFutureRelease", tmp_path, offsets=["at:50ms"])
+    (row,) = rows
+    assert row["status"] == "skipped"
+    assert row["reason"].startswith("cancel with async tools: unsupported in pytest ")
+    assert row["reason"].endswith(": its primitive came in 999.0")
+
+
+PROVENANCE = {"python": "3.11.7", "platform": "Linux-x86_64", "git_sha": "0123456789ab"}
+
+
+def _release(tmp_path: Path, release: str, leaked: int) -> None:
+    raw = tmp_path / "results" / "history" / "fw" / release / "raw"
+    raw.mkdir(parents=True)
+    rows = [{**r, **PROVENANCE, "trial_id": f"{r['trial_id']}-{release}", "versions": {"fw": f"{release}.0"}}
+            for r in cells_of(leaked)]
+    (raw / "fw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_history_page_says_what_changed_in_which_release(tmp_path):
+    results = tmp_path / "results"
+    (results / "raw").mkdir(parents=True)
+    headline = [{**r, **PROVENANCE} for r in cells_of(0)]
+    (results / "raw" / "fw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in headline))
+    for release, leaked in (("1.9", 1), ("1.10", 1), ("1.11", 0)):  # ordered as versions, not as text
+        _release(tmp_path, release, leaked)
+    write_report(results, results)
+    page = (results / "history" / "fw.html").read_text()
+    assert "1.9, 1.10, 1.11" in page
+    assert "cancel: leaked changed in 1.11: 1 -&gt; 0 (p 0.00025; 36 trials of 1.10, 36 of 1.11)" in page
+    assert "compensated changed in 1.11: no -&gt; yes" in page
+    assert "changed in 1.10" not in page
+    assert (results / "history" / "fw-leaked.svg").exists()
+    index = (results / "history" / "index.html").read_text()
+    assert 'href="fw.html"' in index and "1.9, 1.10, 1.11" in index
+    assert 'href="history/index.html"' in (results / "index.html").read_text()
