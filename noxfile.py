@@ -34,11 +34,13 @@ MCP_LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
 # the version history (issue #22): a small fixed matrix per release, apart from the headline run
 HISTORY = os.environ.get("STOPBENCH_HISTORY", f"{RESULTS}/history")
 HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode, tool style; REPS repetitions
-HISTORY_RUNS = history_runs(ROOT)
+# releases that appeared since framework.toml was written, as "fw=X.Y,..." (the scheduled CI workflow's --latest)
+HISTORY_RUNS = history_runs(ROOT, os.environ.get("STOPBENCH_HISTORY_NEW", ""))
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
-SELECT = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_SHARD") else []
+SHARD = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_SHARD") else []
+SELECT = list(SHARD)
 # event | time: only the trials at that kind of offset (a second run to check with `compare --anchors event`)
 SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOPBENCH_ANCHORS") else []
 
@@ -95,7 +97,7 @@ def history(session: nox.Session, adapter: str, release: str) -> None:
     history matrix into results/history/<framework>/<release>/; `nox -s report` draws the history pages."""
     session.install("-e", ".", *FRAMEWORKS[adapter].install_args(release))
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
-                "--out", f"{HISTORY}/{adapter}/{release}", *session.posargs)
+                "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs)
     session.run("stopbench", "reap", "--check")
 
 

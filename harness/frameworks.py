@@ -53,6 +53,25 @@ class History:
     package: str
     releases: tuple[str, ...]
 
+    def takes(self, release: str) -> bool:
+        """A declared release, or a minor newer than all of them (one that appeared since: CI's `--latest`)."""
+        return release in self.releases or (MINOR.fullmatch(release) is not None
+                                            and _minor(release) > max(map(_minor, self.releases)))
+
+    def newer(self, available: list[str]) -> list[str]:
+        """The minors of `available` (versions as PyPI lists them) newer than every declared release, oldest
+        first; pre-releases left out."""
+        stable = {".".join(v.split(".")[:2]) for v in available if re.fullmatch(r"\d+\.\d+(\.\d+)*", v)}
+        return sorted((m for m in stable if self.takes(m) and m not in self.releases), key=_minor)
+
+
+MINOR = re.compile(r"\d+\.\d+")
+
+
+def _minor(release: str) -> tuple[int, int]:
+    major, minor = release.split(".")[:2]
+    return int(major), int(minor)
+
 
 @dataclass(frozen=True)
 class Framework:
@@ -74,9 +93,10 @@ class Framework:
         if release is None:
             args = list(self.dependencies)
             return args + (["-c", str(self.constraints)] if self.constraints else [])
-        if self.history is None or release not in self.history.releases:
+        if self.history is None or not self.history.takes(release):
             known = ", ".join(self.history.releases) if self.history else "none"
-            raise FrameworkError(f"{self.folder / MANIFEST}: no history release {release!r} (releases: {known})")
+            raise FrameworkError(f"{self.folder / MANIFEST}: no history release {release!r} (releases: {known}, "
+                                 "or a newer minor)")
         package = self.history.package
         return [f"{_name(d)}=={release}.*" if _bare(d) == package else d for d in self.dependencies]
 
@@ -133,7 +153,7 @@ def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
         raise FrameworkError(f"{path}: history.package: {package!r} is not one of the dependencies "
                              f"({', '.join(_bare(d) for d in deps)})")
     releases = _strings(data.get("releases", []), f"{path}: history.releases")
-    bad = [r for r in releases if not re.fullmatch(r"\d+\.\d+", r)]
+    bad = [r for r in releases if not MINOR.fullmatch(r)]
     if not releases or bad:
         raise FrameworkError(f"{path}: history.releases: expected minor versions like \"1.12\", got {bad or 'none'}")
     return History(package.lower().replace("_", "-"), releases)
@@ -150,9 +170,42 @@ def discover(root: Path = ROOT) -> list[Framework]:
     return [load(f) for f in folders]
 
 
-def history_runs(root: Path = ROOT) -> list[tuple[str, str]]:
-    """(framework, release) of every framework's version history, oldest release first."""
-    return [(f.name, r) for f in discover(root) if f.history for r in f.history.releases]
+def history_runs(root: Path = ROOT, new: str = "") -> list[tuple[str, str]]:
+    """(framework, release) of every framework's version history, oldest release first; `new` adds releases
+    that appeared since ("fw=1.3,other=0.9", as CI's `history --latest` finds them)."""
+    found = [(f.name, r) for f in discover(root) if f.history for r in f.history.releases]
+    histories = {f.name: f.history for f in discover(root) if f.history}
+    for item in filter(None, (x.strip() for x in new.split(","))):
+        name, _, release = item.partition("=")
+        if name not in histories or not histories[name].takes(release):
+            raise FrameworkError(f"new history release {item!r}: expected FRAMEWORK=X.Y with a framework that "
+                                 f"has [history] ({', '.join(histories)}) and a minor newer than its releases")
+        found.append((name, release))
+    return found
+
+
+def available_releases(package: str) -> list[str]:
+    """Every version of `package` on the package index (`pip index versions`; CI only, it needs the network)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package], capture_output=True,
+                         text=True, timeout=120)
+    line = next((x for x in out.stdout.splitlines() if x.startswith("Available versions:")), None)
+    if out.returncode or line is None:
+        raise FrameworkError(f"pip index versions {package}: {out.stderr.strip() or 'no versions listed'}")
+    return [v.strip() for v in line.partition(":")[2].split(",")]
+
+
+def history_matrix(root: Path = ROOT, shards: int = 1, latest: bool = False) -> dict[str, list]:
+    """The history's CI matrix: one job per framework x release (x shard); with `latest`, the minors that
+    appeared on the package index since the newest declared one too (`new` says which, for the job's env)."""
+    runs = [(name, release, "") for name, release in history_runs(root)]
+    if latest:
+        for f in discover(root):
+            if f.history:
+                runs += [(f.name, r, f"{f.name}={r}") for r in f.history.newer(available_releases(f.history.package))]
+    return {"include": [{"adapter": a, "release": r, "new": new, "shard": k, "of": shards}
+                        for a, r, new in runs for k in range(1, shards + 1)]}
 
 
 def ci_matrix(root: Path = ROOT, shards: int = 1) -> dict[str, list]:
@@ -168,14 +221,26 @@ def test_suites(root: Path = ROOT) -> list[str]:
     return ["core", *[f.name for f in discover(root) if f.name != CORE]]
 
 
+def _history_args(args: list[str]) -> tuple[int, bool] | None:
+    """`[--shards N] [--latest]` -> (N, latest); None when malformed."""
+    latest = "--latest" in args
+    rest = [a for a in args if a != "--latest"]
+    if not rest:
+        return 1, latest
+    if len(rest) == 2 and rest[0] == "--shards" and rest[1].isdigit() and int(rest[1]) >= 1:
+        return int(rest[1]), latest
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         if args[:1] == ["matrix"] and (len(args) == 1 or (len(args) == 3 and args[1] == "--shards"
                                                            and args[2].isdigit() and int(args[2]) >= 1)):
             print(json.dumps(ci_matrix(shards=int(args[2]) if len(args) == 3 else 1)))
-        elif args == ["history"]:  # the history's CI matrix: one job per framework x release
-            print(json.dumps({"include": [{"adapter": a, "release": r} for a, r in history_runs()]}))
+        elif args[:1] == ["history"] and _history_args(args[1:]) is not None:  # the history's CI matrix
+            shards, latest = _history_args(args[1:]) or (1, False)
+            print(json.dumps(history_matrix(shards=shards, latest=latest)))
         elif args == ["list"]:
             for f in discover():
                 print(f.name)
@@ -185,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise FrameworkError(f"unknown framework {args[1]!r} (known: {', '.join(found)})")
             print(" ".join(found[args[1]].install_args()))
         else:
-            print("usage: python -m harness.frameworks matrix [--shards N] | history | list | requirements NAME",
-                  file=sys.stderr)
+            print("usage: python -m harness.frameworks matrix [--shards N] | history [--shards N] [--latest] | list "
+                  "| requirements NAME", file=sys.stderr)
             return 2
     except FrameworkError as e:
         print(f"stopbench frameworks: error: {e}", file=sys.stderr)

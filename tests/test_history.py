@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.frameworks import FrameworkError, load
+from harness.frameworks import FrameworkError, history_matrix, history_runs, load
 from harness.results.report import write_report
 from tests.test_compare import cells_of
 from tests.test_trials import run
@@ -16,7 +16,7 @@ from tests.test_trials import run
 
 def framework(tmp_path: Path, text: str):
     folder = tmp_path / "fw_x"
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     (folder / "framework.toml").write_text(text)
     (folder / "constraints.txt").write_text("fw-x==1.3.2\n")
     return load(folder)
@@ -27,8 +27,30 @@ def test_a_release_is_installed_in_place_of_the_package_requirement_without_the_
                              '[history]\npackage = "fw-x"\nreleases = ["1.1", "1.2", "1.3"]\n')
     assert fw.install_args("1.2") == ["Fw_X[mcp]==1.2.*", "other>=2"]
     assert fw.install_args()[-2:] == ["-c", str(fw.folder / "constraints.txt")]
-    with pytest.raises(FrameworkError, match=r"no history release '0.9' \(releases: 1.1, 1.2, 1.3\)"):
+    with pytest.raises(FrameworkError, match=r"no history release '0.9' \(releases: 1.1, 1.2, 1.3, or a newer"):
         fw.install_args("0.9")
+    assert fw.install_args("1.10") == ["Fw_X[mcp]==1.10.*", "other>=2"]  # one that appeared since: taken
+
+
+def test_new_releases_are_the_stable_minors_newer_than_every_declared_one(tmp_path):
+    fw = framework(tmp_path, 'dependencies = ["fw-x>=1.3"]\n[history]\npackage = "fw-x"\nreleases = ["1.2", "1.3"]\n')
+    available = ["2.0.0rc1", "1.10.1", "1.10.0", "1.9.0", "1.4.2", "1.4.0", "1.3.5", "1.2.0", "0.9.1"]
+    assert fw.history.newer(available) == ["1.4", "1.9", "1.10"]
+
+
+def test_the_history_matrix_is_framework_x_release_x_shard_and_takes_new_releases(tmp_path):
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "fw_x").mkdir()
+    (tmp_path / "adapters" / "fw_x" / "adapter.py").write_text("")
+    framework(tmp_path / "adapters", 'dependencies = ["fw-x>=1.3"]\n[history]\npackage = "fw-x"\n'
+                                     'releases = ["1.2", "1.3"]\n')
+    assert history_runs(tmp_path, "fw-x=1.4") == [("fw-x", "1.2"), ("fw-x", "1.3"), ("fw-x", "1.4")]
+    for bad in ("fw-x=1.1", "nope=1.4", "fw-x"):
+        with pytest.raises(FrameworkError, match=f"new history release '{bad}'"):
+            history_runs(tmp_path, bad)
+    jobs = history_matrix(tmp_path, shards=2)["include"]
+    assert [(j["adapter"], j["release"], j["shard"], j["of"]) for j in jobs] == [
+        ("fw-x", "1.2", 1, 2), ("fw-x", "1.2", 2, 2), ("fw-x", "1.3", 1, 2), ("fw-x", "1.3", 2, 2)]
 
 
 @pytest.mark.parametrize(("history", "error"), [
