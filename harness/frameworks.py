@@ -73,6 +73,18 @@ def _minor(release: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def release_key(version: str) -> tuple[int, ...]:
+    """`1.12.3` -> (1, 12, 3); a pre-release suffix is ignored (`2.0.0rc1` -> (2, 0, 0)). The one ordering of
+    releases: the adapters' `modes_since` and the report's history pages use it."""
+    parts = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
 @dataclass(frozen=True)
 class Framework:
     name: str  # the adapter name: the folder with - for _

@@ -18,7 +18,7 @@ ALLOWED = {
     "tools": {"vocabulary", "clock", "stop_button"},
     "scenario": {"tools"},
     "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
-    "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button"},
+    "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks"},
     "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},

@@ -22,9 +22,8 @@ STOPPED = "Stopped by the user."
 SYNC = ("sync_close", "sync_abandon")
 WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runners",
         "google.adk.flows.llm_flows.auto_flow", "google.adk.workflow._node_runner_utils",
-        "google.adk.workflow._llm_agent_wrapper", "google.adk.integrations.openai._openai_llm",
-        "google.adk.sessions.database_session_service", "google.adk.tools.mcp_tool", "openai.resources.chat",
-        "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite")
+        "google.adk.workflow._llm_agent_wrapper", "google.adk.sessions.database_session_service",
+        "google.adk.tools.mcp_tool", "openai.resources.chat", "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite")
 
 
 class GoogleAdkAdapter(Adapter):
@@ -40,6 +39,9 @@ class GoogleAdkAdapter(Adapter):
         "sync_abandon": "sync runner.run(...) in a worker thread: stop reading, leave the generator open",
     }
     resume_primitive = "runner.run_async(...) again on the same DatabaseSessionService session with the next message"
+    # the version history (framework.toml): run_async's abort_signal (and the sealing of an aborted invocation) came
+    # in 2.11; every other primitive is in all of its releases
+    modes_since = {"abort_signal": ("google-adk", "2.11")}
     # OpenTelemetry: ADK records spans through the global provider; no exporter is configured, and the SDK is off
     environment = {"OTEL_SDK_DISABLED": "true"}
     packages = ("google-adk", "google-genai", "openai", "mcp", "sqlalchemy", "aiosqlite")
@@ -52,6 +54,9 @@ class GoogleAdkAdapter(Adapter):
         invocation, and AsyncOpenAI(...).chat all of openai.resources (~1.5 s of CPU on the loop mid first turn)."""
         for module in WARM:
             importlib.import_module(module)
+        # and OpenAILlm's module, through the name every release exports: google.adk.models.OpenAILlm is defined in
+        # google.adk.labs.openai up to 2.9, in google.adk.integrations.openai from 2.10 (labs.openai an alias since)
+        from google.adk.models import OpenAILlm  # noqa: F401
 
     async def start(self) -> None:
         from google.adk.apps import App, ResumabilityConfig

@@ -36,6 +36,8 @@ class LlamaIndexAdapter(Adapter):
         "break": "leave the `async for ev in handler.stream_events()` loop (break)",
         "task_cancel": "task.cancel() on the asyncio task awaiting the handler (`await agent.run(...)`)",
     }
+    # no modes_since: every primitive (cancel_run, stream_events, WorkflowCancelledByUser, Context.to_dict/from_dict,
+    # PickleSerializer) is older than the history's first release, llama-index-workflows 2.22 (README, Version history)
     resume_primitive = ("Context.from_dict(agent, handler.ctx.to_dict(PickleSerializer()) saved at the stop) -> "
                         "agent.run(ctx=restored) (a new user turn if the saved run was no longer running)")
     # llama-index-core sends nothing anywhere by itself; its tiktoken and NLTK files ship in the wheel

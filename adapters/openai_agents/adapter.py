@@ -36,6 +36,9 @@ class OpenAIAgentsAdapter(Adapter):
     }
     resume_primitive = ("Runner.run again with the same SQLiteSession and the next user input "
                         "(`+state` modes: Runner.run(agent, RunState.from_string(agent, saved)))")
+    # every primitive is older than the history's oldest release, openai-agents 0.20 (README "Version history"):
+    # cancel(mode=...) 0.4, RunState / to_state / needs_approval / require_approval 0.8, SQLiteSession 0.2
+    modes_since = {}
     environment = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
     packages = ("openai-agents", "openai", "mcp")
 

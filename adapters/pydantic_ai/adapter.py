@@ -39,6 +39,7 @@ class PydanticAIAdapter(Adapter):
                         "RunCancelled.from_cancellation(exc), the run handle's all_messages()), no new prompt")
     environment = {"PYDANTIC_AI_NO_BANNER": "1", "OTEL_SDK_DISABLED": "true", "FASTMCP_CHECK_FOR_UPDATES": "off"}
     packages = ("pydantic-ai-slim", "pydantic-graph", "openai", "fastmcp-slim", "mcp", "anyio")
+    # no `modes_since`: every mode's primitive is in all the releases of the version history (2.62-2.68, README)
 
     @classmethod
     def prepare(cls) -> None:

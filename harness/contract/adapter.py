@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness import ADAPTERS
+from harness.frameworks import release_key
 from harness.scenario import Scenario
 from harness.stop_button import StopButton
 from harness.tools.toolbox import Toolbox
@@ -170,17 +171,6 @@ class Adapter(abc.ABC):
         if have != "not installed" and release_key(have) < release_key(first):
             return f"unsupported in {package} {have}: its primitive came in {first}"
         return None
-
-
-def release_key(version: str) -> tuple[int, ...]:
-    """`1.12.3` -> (1, 12, 3); a pre-release suffix is ignored (`2.0.0rc1` -> (2, 0, 0))."""
-    parts = []
-    for part in version.split("."):
-        digits = re.match(r"\d+", part)
-        if not digits:
-            break
-        parts.append(int(digits.group()))
-    return tuple(parts)
 
 
 def package_versions(names: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.contract.adapter import release_key
+from harness.frameworks import release_key
 from harness.results.rows import raw_files, read_rows
 
 #: the columns of a release's line (capability verdicts, then medians over ok trials)
