@@ -144,3 +144,32 @@ def test_agree_counts_cells_whose_repetitions_disagree(tmp_path, capsys):
     assert "| fw | 12 | 10 (83%) | status 1, tokens+ 1 |" in out
     assert main(["agree", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: no raw/ folder" in capsys.readouterr().err
+
+
+def crashed(rows: list[dict]) -> list[dict]:
+    """The same trials with a host that crashed after the stop (the orphan matrix): no close, no resume."""
+    return [{**r, "trial_id": r["trial_id"] + "|host:crash", "host": "crash", "resume_ok": None,
+             "resume_duplicate_effects": None, "orphans": None, "crash_orphans": 1} for r in rows]
+
+
+def test_agree_keeps_a_host_crash_cell_apart_from_the_closing_hosts(tmp_path, capsys):
+    """A host crash trial shares its cell's scenario, offset and tool style but measures other fields: its
+    repetitions are a cell of their own (3 crash repetitions of one cell: 13 cells, all agree)."""
+    rows = cells_of(0)
+    folder(tmp_path, "run", rows + crashed(rows[:3]))
+    assert main(["agree", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "13 of 13 trial cells (100.0%)" in out and "| fw | 13 | 13 (100%) | - | - |" in out
+
+
+def test_compare_reads_the_main_matrix_and_names_the_orphan_matrix_left_out(tmp_path, capsys):
+    rows = cells_of(0)
+    old = folder(tmp_path, "old", rows)
+    new = folder(tmp_path, "new", rows + crashed(rows[:3]) + [{**r, "trial_id": r["trial_id"] + "|deaf",
+                                                              "tool_style": "mcp+deaf"} for r in rows[:3]])
+    assert main(["compare", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("| fw | cancel | none")]
+    assert [c.strip() for c in line.strip("|").split("|")][3] == "36 -> 36"
+    assert "the orphan matrix (MCP launch variants, host crash) is not compared: 0 old, 6 new row(s)" in out
+    assert "0 of 1 compared row(s) changed in a count or a verdict (p < 0.001); 0 more differ" in out

@@ -24,12 +24,15 @@ FIELDS = ("status", *(f.name for f in schema.FIELDS.values() if f.source == "met
                       and f.group != "trigger" and (f.unit == "count" or f.type is bool)))
 
 
-#: a trial cell: what a trial_id holds but its repetition
-CELL = ("mode", "scenario", "scenario_hash", "offset", "tool_style", "mitigation")
+#: a trial cell: what a trial_id holds but its repetition (a host crash trial is its own cell: it shares the
+#: closing host's scenario, offset and tool style, and measures other fields)
+CELL = ("mode", "scenario", "scenario_hash", "offset", "tool_style", "mitigation", "host")
 
 
 def _cell(row: dict[str, Any]) -> str:
-    return " ".join(str(row.get(k)) for k in CELL if k != "scenario_hash") + f" #{row.get('scenario_hash')}"
+    values = {**row, "host": row.get("host") or "close"}
+    return " ".join(str(values.get(k)) for k in CELL if k not in ("scenario_hash", "host")) + (
+        " host:crash" if values["host"] != "close" else "") + f" #{row.get('scenario_hash')}"
 
 
 def agreement(rows: list[dict[str, Any]], anchors: str = "event") -> list[dict[str, Any]]:

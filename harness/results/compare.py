@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.results import schema, spread
 from harness.results.cells import cells, frame, values
-from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
+from harness.results.rows import SCHEMA_VERSION, in_main_matrix, raw_files, read_rows
 from harness.scenario import ANCHOR_KINDS
 
 KEYS = ["adapter", "mode", "mitigation"]
@@ -124,6 +124,10 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
         raise CompareError(f"--anchors {anchors!r}: give {', '.join(ANCHOR_KINDS)}")
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)
+    # the capability table is the main matrix's: the orphan matrix's rows (a launch variant, a host crash)
+    # share its cells' scenario, offset and tool style, and would be read as more repetitions of them
+    wild = (sum(not in_main_matrix(r) for r in old), sum(not in_main_matrix(r) for r in new))
+    old, new = [r for r in old if in_main_matrix(r)], [r for r in new if in_main_matrix(r)]
     if anchors != "all":
         old = [r for r in old if r.get("offset_kind") == anchors]
         new = [r for r in new if r.get("offset_kind") == anchors]
@@ -145,6 +149,9 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
              f"- package versions that differ: {version_changes(old, new)}",
              f"- compared over {len(common)} common trial cell(s) (scenario x offset x tool style); "
              f"left out: {dropped[0]} old row(s), {dropped[1]} new row(s) in cells only one side has"]
+    if any(wild):
+        lines.append(f"- the orphan matrix (MCP launch variants, host crash) is not compared: {wild[0]} old, "
+                     f"{wild[1]} new row(s); `stopbench report` shows it apart")
     for label, bad in (("old", old_bad), ("new", new_bad)):
         if bad:
             lines.append(f"- {label}: {len(bad)} corrupt line(s) skipped: " + "; ".join(bad[:5]))

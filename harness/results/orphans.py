@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.cells import cells
+from harness.results.rows import in_main_matrix
 from harness.tools.mcp_launch import LAUNCHES, split_label
 
 #: read after close() and after a host crash: how many processes, their memory, their CPU
@@ -19,12 +20,10 @@ AFTER_CRASH = ("crash_orphans", "crash_orphan_rss_bytes", "crash_orphan_cpu_s")
 
 
 def is_main(df):
-    """Rows of the main matrix: a host that closes, tools as the docs show them (no launch variant)."""
+    """Rows of the main matrix (harness/results/rows.py `in_main_matrix`), as a mask of `df`."""
     import pandas as pd
 
-    host = df.get("host", pd.Series("close", index=df.index))
-    style = df.get("tool_style", pd.Series("", index=df.index))
-    return (host.fillna("close") == "close") & ~style.astype(str).str.contains("+", regex=False)
+    return pd.Series([in_main_matrix(r) for r in df.to_dict("records")], index=df.index, dtype=bool)
 
 
 def launch_of(df):
