@@ -42,6 +42,8 @@ def test_the_report_reads_the_orphan_matrix_apart_and_judges_the_claim_over_ever
     table = text.split("## Orphans in the wild")[1].split("\n## ")[0]
     lines = [[c.strip() for c in x.strip("|").split("|")] for x in table.splitlines() if x.startswith("| known")]
     # adapter, launch, after close: trials, left processes, orphans, ...; after crash: trials, left processes, ...
+    header = [c.strip() for c in table.splitlines()[2].strip("|").split("|")]
+    assert header[5] == "after close: orphan RSS MB" and 1 < float(lines[2][5].split()[0]) < 500  # MB, not bytes
     assert [(x[1], x[3], x[4], x[8], x[9]) for x in lines] == [
         ("direct", "0/1", "0", "0/1", "0"), ("launcher", "1/1", "2", "0/1", "0"), ("stubborn", "1/1", "1", "1/1", "1")]
     assert ("| Orphan processes need a reaper | confirmed | 3/6 trials left processes that had to be reaped: main "

@@ -50,9 +50,18 @@ def _orphaned(rows, field: str) -> str:
     return "-" if vals.empty else f"{int((vals > 0).sum())}/{len(vals)}"
 
 
+def _in_mb(rows):
+    """Resident memory in MB (a process of ours is tens of MB: bytes read as 2.37117e+07)."""
+    return rows.assign(**{f: (rows[f] / 1e6).round(1) for f in rows.columns if f.endswith("_rss_bytes")})
+
+
+def _mb(column: str) -> str:
+    return column.replace("_rss_bytes", " RSS MB")
+
+
 def orphan_table(df):
     """framework (adapter) x launch: after close() and after a host crash, the trials that left processes
-    (k/n), how many (median), their memory and CPU seconds (medians over ok trials)."""
+    (k/n), how many (median), their memory (MB) and CPU seconds (medians over ok trials)."""
     import pandas as pd
 
     rows = orphan_rows(df)
@@ -65,8 +74,8 @@ def orphan_table(df):
             ok = h[h["status"] == "ok"]
             line[f"{label}: trials"] = f"{len(h)}" + (f" ({len(h) - len(ok)} not ok)" if len(ok) < len(h) else "")
             line[f"{label}: left processes"] = _orphaned(h, fields[0])
-            line.update({f"{label}: {k}": v for k, v in cells(ok, fields).items()} if len(ok) else
-                        {f"{label}: {k}": "-" for k in fields})
+            line.update({f"{label}: {_mb(k)}": v for k, v in cells(_in_mb(ok), fields).items()} if len(ok) else
+                        {f"{label}: {_mb(k)}": "-" for k in fields})
         out.append(line)
     return pd.DataFrame(out)
 
