@@ -46,6 +46,7 @@ def release_table(df):
     from harness.results.cells import cells
     from harness.results.claims import capability_row
 
+    varying = _varying_packages(df)
     out: list[dict[str, Any]] = []
     for mode, g in df.groupby("mode", sort=True):
         for release in _releases(g):
@@ -58,9 +59,26 @@ def release_table(df):
                 cap = capability_row(r)
                 line.update({c: cap[c] for c in SHOWN})
                 line.update(cells(r[r["status"] == "ok"], NUMBERS))
-            line["versions"] = ", ".join(sorted({f"{k} {v}" for vs in r["versions"] for k, v in (vs or {}).items()}))
+            line["versions"] = ", ".join(sorted({f"{k} {v}" for vs in r["versions"] for k, v in (vs or {}).items()
+                                                 if k in varying}))
             out.append(line)
     return pd.DataFrame(out)
+
+
+def _varying_packages(df) -> set[str]:
+    """The packages whose version is not the same in every release (the walked one, and what it pulled in)."""
+    seen: dict[str, set[str]] = {}
+    for vs in df["versions"]:
+        for k, v in (vs or {}).items():
+            seen.setdefault(k, set()).add(v)
+    return {k for k, v in seen.items() if len(v) > 1}
+
+
+def same_versions(df) -> str:
+    """The packages every release ran with at one version, for the page's text."""
+    varying = _varying_packages(df)
+    same = sorted({f"{k} {v}" for vs in df["versions"] for k, v in (vs or {}).items() if k not in varying})
+    return ", ".join(same) or "none"
 
 
 def changes(df) -> list[str]:
@@ -172,7 +190,7 @@ def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> 
                   f"{history_dir}/{fw}/<release>/raw/ (history rows measured at {shas})."}
         page.write_text(env.get_template("history.html.j2").render(
             **{**common, "notes": footer, "n_trials": len(g)}, root="../", framework=fw, releases=_releases(g),
-            changed=changed, plots=plots,
+            changed=changed, plots=plots, same_versions=same_versions(g),
             table=_html_table(release_table(g)), n_rows=len(g)))
         written.append(page)
         frameworks.append({"name": fw, "page": page.name, "releases": _releases(g), "changes": len(changed)})
