@@ -87,3 +87,13 @@ def test_an_open_database_connection_is_an_idle_worker_not_work_left_by_the_stop
     row, = run(KA + "OpenDatabase", tmp_path, offsets=["at:100ms"])
     assert row["status"] == "ok", row["reason"]
     assert (row["threads_left"], row["idle_pool_threads"]) == (0, 1)
+
+
+def test_a_run_whose_steps_are_slow_is_observed_until_it_pauses_longer_than_it_ever_did(tmp_path):
+    """Quiet for the scenario's 250 ms window is not the end of a run that paused 1 s between its steps
+    before the stop: the settle window stretches to 1.5 x the longest pause the run made before the stop, so
+    the final answer's request, 1 s after the email, is seen after the stop and not in the resume."""
+    (row,) = run(KA + "SlowSteps", tmp_path, offsets=["on:llm_request:2"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_new"], row["llm_requests_after_stop"]) == (1, 1, 1)
+    assert row["tokens_after_stop"] == 70  # the second response (its tool call, 10) and the final answer (60)

@@ -30,6 +30,11 @@ from harness.world.asgi import BodyTooLarge, Connection
 from harness.world.ledger import Run, World
 
 MAX_QUIET_MS = 600_000  # the longest a trial waits for quiet
+#: a run is quiet once nothing happened for longer than this many times its longest pause before the stop (a
+#: framework that takes 2 s between steps is between two steps, not done, after 250 ms of nothing) ...
+PAUSE_MARGIN = 1.5
+#: ... and at most this long: a window past it would make a slow but finished run wait for the deadline
+MAX_PAUSE_WINDOW_MS = 5_000.0
 MAX_RUNS = 5_000  # runs kept at once; the runner deletes each run once its row is written
 
 
@@ -232,7 +237,9 @@ class WorldApp:
         """Wait until nothing has happened for `window_ms` (at least that long from now) and nothing is
         in progress for the run, and not before `floor_ms` from now (the observation floor: a retry after
         a back-off shows nothing to the world while it waits, so quiet alone cannot see it coming).
-        `deadline_ms` counts from the end of the floor."""
+        `deadline_ms` counts from the end of the floor. The window is at least PAUSE_MARGIN x the longest pause
+        the run made between two of its actions before the stop (up to MAX_PAUSE_WINDOW_MS): quiet for less
+        than a framework's own step time is not the end of its run. The answer says the window it used."""
         asked = time.monotonic_ns()
         try:
             window_ms, deadline_ms = float(query.get("window_ms", 300)), float(query.get("deadline_ms", 10000))
@@ -242,6 +249,8 @@ class WorldApp:
         for name, value in (("window_ms", window_ms), ("deadline_ms", deadline_ms), ("floor_ms", floor_ms)):
             if not 0 <= value <= MAX_QUIET_MS:  # also refuses nan and inf: a bounded wait, always
                 raise HTTPError(400, f"quiet: {name} must be from 0 to {MAX_QUIET_MS:g}, got {query.get(name)!r}")
+        # the scenario's window, stretched to cover the slowest step the run took before the stop
+        window_ms = max(window_ms, min(PAUSE_MARGIN * run.longest_pause_ns / 1e6, MAX_PAUSE_WINDOW_MS))
         window, floor_end = window_ms * 1e6, asked + floor_ms * 1e6
         deadline = floor_end + deadline_ms * 1e6
         while True:
@@ -252,9 +261,10 @@ class WorldApp:
                 await asyncio.sleep(min((floor_end - now) / 1e9, 0.05))
                 continue
             if run.open_requests == 0 and idle >= window:
-                return {"quiet": True, "last_activity_ns": run.last_activity_ns, "waited_until": now}
+                return {"quiet": True, "last_activity_ns": run.last_activity_ns, "waited_until": now,
+                        "window_ms": round(window_ms, 3)}
             if now >= deadline:
                 return {"quiet": False, "last_activity_ns": run.last_activity_ns,
-                        "open_requests": run.open_requests, "waited_until": now}
+                        "open_requests": run.open_requests, "waited_until": now, "window_ms": round(window_ms, 3)}
             await asyncio.sleep(min(max((window - idle) / 1e9, 0.002), 0.05))
 

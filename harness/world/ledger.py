@@ -42,6 +42,10 @@ class Run:
     events: list[dict[str, Any]] = field(default_factory=list)
     last_activity_ns: int = 0
     open_requests: int = 0
+    #: the longest the run was idle (nothing in progress, nothing happening) between two of its actions before
+    #: the stop: how slowly this framework steps; a quiet window shorter than that cannot tell "done" from
+    #: "between two steps" (`quiet` stretches its window to cover it)
+    longest_pause_ns: int = 0
     anchor_fired: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     effects: dict[str, Effect] = field(default_factory=dict)
@@ -57,11 +61,24 @@ class Run:
     def next_id(self) -> int:
         return next(self._ids)
 
+    def request_opened(self) -> None:
+        """A request of the run is in progress (the run is not quiet until it is answered)."""
+        self._pause_ends(time.monotonic_ns())
+        self.open_requests += 1
+
+    def request_closed(self) -> None:
+        self.open_requests -= 1
+
+    def _pause_ends(self, t: int) -> None:
+        if self.open_requests == 0 and self.last_activity_ns and not self.stop_called.is_set():
+            self.longest_pause_ns = max(self.longest_pause_ns, t - self.last_activity_ns)
+
     def record(self, event: str, t: int | None = None, **data: Any) -> dict[str, Any]:
         t = time.monotonic_ns() if t is None else t
         entry = {"t": t, "event": event, **data}
         self.events.append(entry)
         if event in ACTIVITY_EVENTS:
+            self._pause_ends(t)
             self.last_activity_ns = max(self.last_activity_ns, t)
         if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
             self.stop_called.set()

@@ -153,7 +153,7 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
     created = int(time.time())
     ptoks = prompt_tokens(raw)
     finish = "tool_calls" if answer.calls else "stop"
-    run.open_requests += 1
+    run.request_opened()
     try:
         if not stream:
             tokens, _ = await generate(run, req, answer, _noop, None)
@@ -200,7 +200,7 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
         if done:
             run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
     finally:
-        run.open_requests -= 1
+        run.request_closed()
 
 
 def _chat_usage(prompt: int, completion: int) -> dict[str, Any]:
@@ -274,7 +274,7 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
     asked = tuple(c for c, _, _ in answer.calls)
     ptoks = prompt_tokens(raw)
     items = _output_items(run, req, answer)
-    run.open_requests += 1
+    run.request_opened()
     try:
         if not stream:
             tokens, _ = await generate(run, req, answer, _noop, None)
@@ -357,4 +357,4 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
             run.response_calls[f"resp_{run.run_id}_{req}"] = asked
             run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
     finally:
-        run.open_requests -= 1
+        run.request_closed()

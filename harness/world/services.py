@@ -76,7 +76,7 @@ async def effect(run: Run, path: str, body: Any, conn: Connection) -> dict[str, 
     run.effects[effect_id] = eff
     if key:
         run.by_key[(kind, key)] = eff
-    run.open_requests += 1
+    run.request_opened()
     # The commit runs on its own: a client that leaves does not stop the mail going out.
     asyncio.get_running_loop().create_task(_commit(run, eff, anchored, conn))
     return await asyncio.shield(fut)
@@ -100,7 +100,7 @@ async def _commit(run: Run, eff: Effect, anchored: bool, conn: Connection) -> No
         eff.committed.set_result({"effect_id": eff.effect_id, "kind": eff.kind, "status": "committed",
                                   "committed_ns": entry["t"]})
     finally:
-        run.open_requests -= 1
+        run.request_closed()
 
 
 async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
@@ -116,12 +116,12 @@ async def compensate(run: Run, path: str, body: Any) -> dict[str, Any]:
         raise BadRequest(f"{path}: give effect_id or idempotency_key")
     if eff is None or eff.kind != kind:
         raise LookupError(f"{path}: no {kind} effect {body.get('effect_id') or body.get('idempotency_key')!r}")
-    run.open_requests += 1
+    run.request_opened()
     try:
         await sleep_ms(run.scenario.latency_ms[kind])
         run.record(Event.COMPENSATION, kind=kind, effect_id=eff.effect_id, committed=eff.committed.done())
     finally:
-        run.open_requests -= 1
+        run.request_closed()
     return {"effect_id": eff.effect_id, "kind": kind, "status": "compensated"}
 
 
@@ -144,10 +144,10 @@ def lookup(run: Run, query: dict[str, str]) -> dict[str, Any]:
 
 async def draft(run: Run, body: Any) -> dict[str, Any]:
     arguments = _args("draft_document", body)
-    run.open_requests += 1
+    run.request_opened()
     try:
         await sleep_ms(run.scenario.latency_ms["docs"])
         run.record(Event.READ, kind="docs")
     finally:
-        run.open_requests -= 1
+        run.request_closed()
     return {"title": arguments["title"], "text": f"Draft about {arguments['topic']}: numbers are in."}

@@ -5,12 +5,13 @@ thing, directly against the world, so the row it must produce is not in doubt.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
 import time
 
-from tests.known_answer.adapters import EMAIL, _Base
+from tests.known_answer.adapters import EMAIL, _Base, model_loop
 
 MEETING = {"title": "post-mortem", "when": "2026-12-02T10:00:00Z"}
 #: the escaped process's command line carries this, so a test can tell whether it still runs
@@ -146,3 +147,34 @@ class OpenDatabase(_Base):
 
     async def close(self) -> None:
         await self.db.close()
+
+
+class SlowSteps(_Base):
+    """A complete agent loop that takes 1 s before each tool call and each next model request (as a framework
+    with slow steps does: llama-index-workflows 2.22 took 1.5-2 s), run on a task of its own; the job is the
+    UI's loop, and stop leaves it (as a `break` does) while the run goes on. Stopped at the second model
+    request: the email ~1 s after, the final answer's request ~1 s after the email committed, i.e. after the
+    observation floor and more than the scenario's 250 ms settle window after the run's last activity."""
+
+    name = "known-slow-steps"
+    PAUSE_S = 1.0
+
+    async def start(self) -> None:
+        async def slow_call(name: str, arguments: dict) -> str:
+            await asyncio.sleep(self.PAUSE_S)
+            result = await self.ctx.toolbox.acall(name, arguments)
+            await asyncio.sleep(self.PAUSE_S)  # before the next model request
+            return result
+
+        self.left = asyncio.Event()
+        self.run_task = asyncio.create_task(model_loop(self.ctx, slow_call))
+        await super().start()
+
+    async def job(self) -> None:
+        await self.left.wait()
+
+    async def stop_cancel(self) -> None:
+        self.left.set()
+
+    async def close(self) -> None:
+        self.run_task.cancel()
