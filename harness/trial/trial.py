@@ -42,7 +42,9 @@ def settle_window_ms(scenario: Scenario) -> float:
     A request in progress keeps the run from being quiet on its own (the world counts open requests),
     so the window only has to cover the gap between one action of an agent that runs on and its next
     (a tool result and the next model call, a response and the next tool call): the slowest service
-    or first token, plus 100 ms for the framework's own bookkeeping.
+    or first token, plus 100 ms for the framework's own bookkeeping. A framework slower than that between
+    its steps shows it before the stop: the world stretches the window to 1.5 x the run's longest pause
+    (harness/world/app.py `quiet`).
     """
     slowest = max([*scenario.latency_ms.values(), scenario.ttft_ms,
                    1000 / scenario.tokens_per_s if scenario.tokens_per_s else 0])
