@@ -85,8 +85,6 @@ def changes(df) -> list[str]:
     """"changed in X.Y" notes: for each mode, each pair of consecutive releases, each verdict or count whose
     difference is beyond the run-to-run spread (harness/results/compare.py difference_p), with the trials."""
     from harness.results import spread
-    from harness.results.cells import cells
-    from harness.results.claims import capability_row
     from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
 
     notes = []
@@ -102,8 +100,7 @@ def changes(df) -> list[str]:
                 continue
             if a_ok.empty:
                 continue
-            ca = {**capability_row(a_ok), **cells(a_ok[a_ok["status"] == "ok"], COUNTS.values())}
-            cb = {**capability_row(b_ok), **cells(b_ok[b_ok["status"] == "ok"], COUNTS.values())}
+            ca, cb = _measured(a_ok), _measured(b_ok)
             for col in (*VERDICTS, *COUNTS):
                 if agrees(col, ca[col], cb[col]):
                     continue
@@ -120,20 +117,24 @@ CELL = ("offset", "tool_style")
 SHOWN_CELLS = 4
 
 
+def _measured(g) -> dict[str, Any]:
+    """The verdicts and the counts of a group of trials, as a change is read between two of them."""
+    from harness.results.cells import cells
+    from harness.results.claims import capability_row
+    from harness.results.compare import COUNTS
+
+    return {**capability_row(g), **cells(g[g["status"] == "ok"], COUNTS.values())}
+
+
 def _cells_behind(col: str, a, b) -> str:
     """The rows behind a change: the trial cells (offset x tool style) whose own value differs between the two
     releases, `offset/style old -> new`, at most SHOWN_CELLS of them."""
-    from harness.results.cells import cells
-    from harness.results.claims import capability_row
-    from harness.results.compare import COUNTS, agrees
-
-    def value(g):
-        return cells(g[g["status"] == "ok"], [COUNTS[col]])[col] if col in COUNTS else capability_row(g)[col]
+    from harness.results.compare import agrees
 
     old_cells, new_cells = dict(iter(a.groupby(list(CELL)))), dict(iter(b.groupby(list(CELL))))
     differ = []
     for key in sorted(set(old_cells) & set(new_cells)):
-        va, vb = value(old_cells[key]), value(new_cells[key])
+        va, vb = _measured(old_cells[key])[col], _measured(new_cells[key])[col]
         if not agrees(col, va, vb):
             differ.append(f"{'/'.join(key)} {va} -> {vb}")
     if not differ:

@@ -78,7 +78,8 @@ class Run:
         entry = {"t": t, "event": event, **data}
         self.events.append(entry)
         if event in ACTIVITY_EVENTS:
-            self._pause_ends(t)
+            if self.open_requests == 0:  # not per streamed token: a token comes with its request open
+                self._pause_ends(t)
             self.last_activity_ns = max(self.last_activity_ns, t)
         if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
             self.stop_called.set()
