@@ -7,17 +7,34 @@ the stop a moment before. `StopButton` takes both stamps under one lock, so the 
 sender that asks `send_time()` either gets a time before the press or is told the stop was pressed
 (`StopPressed`), never a time after it.
 
+The same holds across processes. An MCP tool call is sent by the MCP server, a process of its own: a
+call the agent wrote to the server just before the press could be stamped by the server just after it.
+A button given a file (`StopButton(path)`) keeps its state there under an advisory lock (flock), and a
+server started with STOP_BUTTON_ENV naming that file asks it before each send, exactly as a thread does.
+
 The harness presses the button for every trial (`press()` is where `stop_called`'s time comes from) and
 releases it when resume starts. Only an agent that chooses to check it is affected: the reference adapter
-passes it to its tools (`Toolbox.call(..., unless_pressed=button)`) because not sending what has not left
-is what a correct stop does. Framework adapters never pass it: their tools send whatever the framework
-asks, whenever it asks.
+passes it to its tools (`Toolbox.call(..., unless_pressed=button)`, and `ctx.mcp.asking(button)` for its
+MCP server) because not sending what has not left is what a correct stop does. Framework adapters never
+pass it: their tools send whatever the framework asks, whenever it asks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
+
+#: the button's file in the trial folder (the harness gives every trial's button one)
+STOP_BUTTON_FILE = "stop-button"
+#: names the button's file for an MCP server whose sends should ask it (harness/tools/mcp_server.py)
+STOP_BUTTON_ENV = "STOPBENCH_STOP_BUTTON"
+#: what an MCP server answers for a call it did not send because the button was pressed
+NOT_SENT = "stopbench: not sent, stop was pressed before this call left"
 
 
 class StopPressed(RuntimeError):
@@ -25,28 +42,61 @@ class StopPressed(RuntimeError):
 
 
 class StopButton:
-    def __init__(self) -> None:
+    """`path`: keep the state in that file too, for another process to ask (see the module's docstring);
+    a process that opens the same path sees the same button."""
+
+    def __init__(self, path: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._pressed_ns: int | None = None
+        self.path = path
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[int | None]:
+        """Both locks (this process's threads, other processes), yielding the file's descriptor or None."""
+        with self._lock:
+            if self.path is None:
+                yield None
+                return
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield fd
+            finally:
+                os.close(fd)  # releases the flock
+
+    def _read(self, fd: int | None) -> int | None:
+        if fd is None:
+            return self._pressed_ns
+        text = os.pread(fd, 32, 0).strip()
+        return int(text) if text else None
+
+    @staticmethod
+    def _write(fd: int | None, text: bytes) -> None:
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, text, 0)
 
     def press(self) -> int:
         """Press it: the moment, on time.monotonic_ns() (the ledger's clock), is `stop_called`."""
-        with self._lock:
+        with self._held() as fd:
             self._pressed_ns = time.monotonic_ns()
+            self._write(fd, str(self._pressed_ns).encode())
             return self._pressed_ns
 
     def release(self) -> None:
         """Resume starts: sends are new work of the resumed run, and allowed again."""
-        with self._lock:
+        with self._held() as fd:
             self._pressed_ns = None
+            self._write(fd, b"")
 
     @property
     def pressed(self) -> bool:
-        return self._pressed_ns is not None
+        with self._held() as fd:
+            return self._read(fd) is not None
 
     def send_time(self) -> int:
         """The send time for a request about to leave, taken before any press; StopPressed after one."""
-        with self._lock:
-            if self._pressed_ns is not None:
+        with self._held() as fd:
+            if self._read(fd) is not None:
                 raise StopPressed("stop was pressed before this call left")
             return time.monotonic_ns()

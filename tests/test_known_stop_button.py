@@ -24,6 +24,37 @@ def test_calls_that_ask_the_button_are_not_sent_after_the_press(tmp_path):
     assert row["effects_leaked"] == 0
 
 
+def test_an_mcp_call_the_server_sends_after_the_press_is_new_work(tmp_path):
+    (row,) = run(KA + "McpCallSentAfterThePress", tmp_path, offsets=["at:100ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_in_flight"], row["effects_new"]) == (1, 0, 1)
+
+
+def test_an_mcp_server_that_asks_the_button_does_not_send_after_the_press(tmp_path):
+    (row,) = run(KA + "McpCallAsksTheButton", tmp_path, offsets=["at:100ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_in_flight"], row["effects_new"]) == (0, 0, 0)
+    assert (row["orphans"], row["effects_leaked"]) == (0, 0)
+
+
+def test_another_process_sees_the_press_and_the_release(tmp_path):
+    """The button in a file: a process that opens the same path is told of the press (StopPressed), and
+    sends again after the release."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "stop-button"
+    ask = [sys.executable, "-c", "import sys; from pathlib import Path; from harness.stop_button import "
+           "StopButton, StopPressed\ntry:\n    StopButton(Path(sys.argv[1])).send_time()\nexcept StopPressed:\n"
+           "    sys.exit(3)", str(path)]
+    button = StopButton(path)
+    assert subprocess.run(ask).returncode == 0
+    button.press()
+    assert subprocess.run(ask).returncode == 3
+    button.release()
+    assert subprocess.run(ask).returncode == 0
+
+
 def test_release_opens_it_again_for_the_resumed_run():
     button = StopButton()
     button.press()

@@ -134,6 +134,7 @@ def test_reference_adapter_stops_right(tmp_path):
         assert r["tokens_after_stop"] <= 1, where
         assert r["llm_requests_after_stop"] == 0, where
         assert r["effects_leaked"] == 0, where
+        assert r["effects_new"] == 0, where  # can abort: nothing sent after the stop (harness/stop_button.py)
         assert r["orphans"] == 0, where
         assert r["threads_left"] == 0, where
         assert r["resume_ok"] is True, where

@@ -21,7 +21,7 @@ from openai import AsyncOpenAI
 
 from harness.contract.adapter import Adapter, McpServer
 from harness.contract.kit import OwnedContext, in_own_thread
-from harness.stop_button import StopPressed
+from harness.stop_button import NOT_SENT, StopPressed
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 from .checkpoint import Checkpoint
@@ -69,7 +69,8 @@ class ReferenceAdapter(Adapter):
 
     async def _open_mcp(self) -> None:
         if self.ctx.tool_style == "mcp" and self.mcp is None:
-            self.mcp = await OwnedContext.open(lambda: _mcp_session(self.ctx.mcp))
+            # its calls ask the stop button in the server, where they are sent (harness/stop_button.py)
+            self.mcp = await OwnedContext.open(lambda: _mcp_session(self.ctx.mcp.asking(self.ctx.stop_button)))
 
     async def _close_mcp(self) -> None:
         if self.mcp is not None:
@@ -133,7 +134,7 @@ class ReferenceAdapter(Adapter):
         key = f"{self.ctx.run_id}:{call['id']}:{attempt}"
         button = self.ctx.stop_button  # not sent once stop is pressed: left pending, resume sends it
         if self.mcp is not None:
-            if button.pressed:  # the server stamps it: checked as late as this client can
+            if button.pressed:  # not written to the server; the server asks the button again as it sends
                 raise StopPressed(f"{name}: not sent, stop was pressed")
             content = await _mcp_call(self.mcp.value, name, args)
         elif self.ctx.tool_style == "sync":
@@ -177,6 +178,8 @@ async def _mcp_call(session: Any, name: str, args: dict[str, Any]) -> str:
     result = await session.call_tool(name, args)
     text = "".join(getattr(c, "text", "") for c in result.content)
     if getattr(result, "is_error", None) or getattr(result, "isError", None):  # mcp 2.x / 1.x
+        if text == NOT_SENT:  # the server had not sent it when stop was pressed: pending, resume sends it
+            raise StopPressed(f"{name}: {text}")
         raise RuntimeError(f"MCP tool {name} failed: {text}")
     return text
 

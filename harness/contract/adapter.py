@@ -19,14 +19,14 @@ from __future__ import annotations
 import abc
 import importlib.metadata
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from harness import ADAPTERS
 from harness.frameworks import release_key
 from harness.scenario import Scenario
-from harness.stop_button import StopButton
+from harness.stop_button import STOP_BUTTON_ENV, StopButton
 from harness.tools.toolbox import Toolbox
 
 TOOL_STYLES = ("sync", "async", "mcp")
@@ -51,6 +51,14 @@ class McpServer:
     def params(self) -> dict[str, Any]:
         """The usual stdio parameters: {"command", "args", "env"} (mcp's StdioServerParameters takes them)."""
         return {"command": self.command, "args": list(self.args), "env": dict(self.env)}
+
+    def asking(self, button: StopButton) -> McpServer:
+        """The same server, whose tool calls ask `button` before they leave (harness.stop_button): a call
+        not yet sent when stop is pressed is answered NOT_SENT instead. Only the reference asks; a
+        framework adapter never does (its framework's MCP calls go out whenever it sends them)."""
+        if button.path is None:
+            raise ValueError("this stop button has no file: another process cannot ask it")
+        return replace(self, env={**self.env, STOP_BUTTON_ENV: str(button.path)})
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,13 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from harness.vocabulary import SENT_HEADER
+
+if TYPE_CHECKING:
+    from harness.stop_button import StopButton
 
 _NO_BODY = object()
 
@@ -42,15 +45,20 @@ class Answer:
             raise LoopbackHTTPError(f"{self.method} {self.url}: HTTP {self.status_code} {self.text[:300]}")
 
 
-async def _open(method: str, url: str, body: Any, headers: dict[str, str]):
+async def _open(method: str, url: str, body: Any, headers: dict[str, str], unless_pressed: StopButton | None = None):
     parts = urlsplit(url)
     data = b"" if body is _NO_BODY else json.dumps(body).encode()
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port or 80)
+    try:
+        sent = _send_time(unless_pressed)
+    except BaseException:  # not sent (the stop button was pressed): nothing was written
+        writer.close()
+        raise
     head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
             *(["Content-Type: application/json", f"Content-Length: {len(data)}"] if body is not _NO_BODY else []),
             *(f"{k}: {v}" for k, v in headers.items() if k.lower() != SENT_HEADER.lower()),
-            f"{SENT_HEADER}: {time.monotonic_ns()}"]  # the send time: the head is written at once
+            f"{SENT_HEADER}: {sent}"]  # the send time: the head is written at once
     writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
     await writer.drain()
     status_line = await reader.readline()
@@ -65,8 +73,14 @@ async def _open(method: str, url: str, body: Any, headers: dict[str, str]):
     return int(fields[1]), found, reader, writer
 
 
-async def _request(method: str, url: str, body: Any, headers: dict[str, str]) -> tuple[int, str]:
-    status, found, reader, writer = await _open(method, url, body, headers)
+def _send_time(unless_pressed: StopButton | None) -> int:
+    """Now; with a stop button, ordered against its press (StopPressed after it: nothing is written)."""
+    return unless_pressed.send_time() if unless_pressed is not None else time.monotonic_ns()
+
+
+async def _request(method: str, url: str, body: Any, headers: dict[str, str],
+                   unless_pressed: StopButton | None = None) -> tuple[int, str]:
+    status, found, reader, writer = await _open(method, url, body, headers, unless_pressed)
     try:
         if "content-length" in found:
             data = await reader.readexactly(int(found["content-length"]))
@@ -78,15 +92,15 @@ async def _request(method: str, url: str, body: Any, headers: dict[str, str]) ->
 
 
 async def request(method: str, url: str, body: Any = _NO_BODY, headers: dict[str, str] | None = None,
-                  timeout_s: float = 30.0) -> tuple[int, str]:
-    """(status, response text)."""
-    return await asyncio.wait_for(_request(method, url, body, headers or {}), timeout_s)
+                  timeout_s: float = 30.0, unless_pressed: StopButton | None = None) -> tuple[int, str]:
+    """(status, response text). `unless_pressed`: StopPressed rather than send after that button's press."""
+    return await asyncio.wait_for(_request(method, url, body, headers or {}, unless_pressed), timeout_s)
 
 
 async def post_json(url: str, body: Any, headers: dict[str, str] | None = None,
-                    timeout_s: float = 30.0) -> tuple[int, str]:
-    """POST `body` as JSON; returns (status, response text)."""
-    return await request("POST", url, body, headers, timeout_s)
+                    timeout_s: float = 30.0, unless_pressed: StopButton | None = None) -> tuple[int, str]:
+    """POST `body` as JSON; returns (status, response text). The toolbox's `apost` in the MCP server."""
+    return await request("POST", url, body, headers, timeout_s, unless_pressed)
 
 
 async def stream_lines(url: str) -> AsyncIterator[str]:

@@ -11,7 +11,9 @@ Like the SDK's servers: requests are handled concurrently, `notifications/cancel
 request's handler (its HTTP call to the world is closed), end of stdin cancels what is in flight and
 exits, SIGTERM ends the process. Its tool calls go out through harness.tools.loopback_http, which stamps
 each with the harness's send time (SENT_HEADER) as it writes it: a call this process sent before the stop
-is in flight even if the world reads it after.
+is in flight even if the world reads it after. Started with STOP_BUTTON_ENV (only the reference asks for
+it), each call asks the trial's stop button as it leaves, and one not yet sent at the press is answered
+NOT_SENT (harness/stop_button.py).
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.stop_button import NOT_SENT, STOP_BUTTON_ENV, StopButton, StopPressed
 from harness.tools import mitigation as mitigations
 from harness.tools.catalogue import TOOL_SPECS
 from harness.tools.loopback_http import post_json
-from harness.tools.toolbox import Toolbox
+from harness.tools.toolbox import Toolbox, bind
 
 SERVER_NAME = "stopbench-world"
 #: the protocol versions the SDK's servers accept; a client asking for another gets the newest
@@ -56,8 +59,11 @@ def tool_list(toolbox: Toolbox) -> list[dict[str, Any]]:
 
 
 class McpServer:
-    def __init__(self, toolbox: Toolbox):
+    def __init__(self, toolbox: Toolbox, button: StopButton | None = None):
+        """`button`: the trial's stop button, when the agent asked for its calls to ask it (STOP_BUTTON_ENV;
+        only the reference does): a call not yet sent at the press is answered NOT_SENT, as an error."""
         self.toolbox = toolbox
+        self.button = button
         self.tools = tool_list(toolbox)
         self.in_flight: dict[Any, asyncio.Task] = {}
         self.out = sys.stdout.buffer
@@ -70,8 +76,14 @@ class McpServer:
         name = params.get("name")
         if name not in self.toolbox.async_:
             return {"content": [{"type": "text", "text": f"Unknown tool: {name}"}], "isError": True}
+        arguments = params.get("arguments") or {}
         try:
-            text = await self.toolbox.async_[name](**(params.get("arguments") or {}))
+            if self.button is None:
+                text = await self.toolbox.async_[name](**arguments)
+            else:
+                text = await self.toolbox.acall(name, bind(name, (), arguments), unless_pressed=self.button)
+        except StopPressed:
+            return {"content": [{"type": "text", "text": NOT_SENT}], "isError": True}
         except Exception as e:  # the tool failed: the client sees an error result, as from the SDK
             return {"content": [{"type": "text", "text": f"Error executing tool {name}: {e}"}], "isError": True}
         return {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}, "isError": False}
@@ -153,7 +165,8 @@ async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str,
     log = policy.saga_log(folder)
     toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder),
                       on_attempt=log.attempt if log else None, apost=post_json)
-    await McpServer(toolbox).serve(await _stdin())
+    button = StopButton(Path(os.environ[STOP_BUTTON_ENV])) if os.environ.get(STOP_BUTTON_ENV) else None
+    await McpServer(toolbox, button).serve(await _stdin())
     if on_eof == "stay":  # deaf to the end of stdin: a timer keeps the process alive (email-mcp #60)
         deadline = time.monotonic() + STAY_LIMIT_S
         while time.monotonic() < deadline:

@@ -129,23 +129,21 @@ class Toolbox:
         return _answer(url, *await self.apost(url, {"effect_id": effect_id}, {}, self.timeout_s))
 
     def _make_sync(self, name: str) -> Callable[..., str]:
-        params = TOOL_PARAMETERS[name]
-
         def tool(*args: str, **kwargs: str) -> str:
-            return self.call(name, _bind(name, params, args, kwargs))
+            return self.call(name, bind(name, args, kwargs))
 
         return _dress(tool, name)
 
     def _make_async(self, name: str) -> Callable[..., Awaitable[str]]:
-        params = TOOL_PARAMETERS[name]
-
         async def tool(*args: str, **kwargs: str) -> str:
-            return await self.acall(name, _bind(name, params, args, kwargs))
+            return await self.acall(name, bind(name, args, kwargs))
 
         return _dress(tool, name)
 
 
-def _bind(name: str, params: tuple[str, ...], args: tuple, kwargs: dict) -> dict[str, Any]:
+def bind(name: str, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """A tool's arguments by name, as its signature binds them; TypeError for a wrong set."""
+    params = TOOL_PARAMETERS[name]
     bound = dict(zip(params, args, strict=False))
     bound.update(kwargs)
     if set(bound) != set(params):

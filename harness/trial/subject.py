@@ -18,6 +18,7 @@ from typing import Any
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
+from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
@@ -263,6 +264,7 @@ class Subject:
             run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
             services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
             tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
+            stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # in a file: an MCP server may ask it
         )
 
 
