@@ -52,3 +52,24 @@ def test_the_report_reads_the_orphan_matrix_apart_and_judges_the_claim_over_ever
             "(known-ends-direct-child-only/stubborn) |") in " ".join(text.split()).replace("| |", "||")
     capability = text.split("## Capability table")[1].split("\n## ")[0]
     assert "| known-ends-direct-child-only | cancel | 1 |" in " ".join(capability.split())  # the main matrix only
+
+
+def test_a_stop_that_hung_still_counts_the_processes_it_left():
+    """llama-index's `cancel_run` waits for a server deaf to EOF until its 5 s deadline: the row is hung, and the
+    server it left is what the harness reaped. The table's counts take it; a crash that never came (the stop
+    hung before it) measured nothing and counts nowhere."""
+    from harness.results.cells import frame
+    from harness.results.orphans import orphan_table
+
+    cell = {"adapter": "fw", "mode": "cancel", "scenario": "q3_report", "offset": "on:effect_received:email",
+            "tool_style": "mcp+deaf", "mitigation": "none"}
+    close = [{**cell, "host": "close", "status": s, "orphans": n, "orphan_rss_bytes": n * 23.7e6,
+              "orphan_cpu_s": 0.01 * n} for s, n in (("hung", 1), ("hung", 1), ("ok", 0))]
+    crash = [{**cell, "host": "crash", "status": s, "crash_orphans": n, "crash_orphan_rss_bytes": None if n is None
+              else n * 23.7e6, "crash_orphan_cpu_s": None if n is None else 0.0}
+             for s, n in (("hung", None), ("hung", None), ("ok", 1))]
+    (line,) = orphan_table(frame(close + crash)).to_dict("records")
+    assert (line["after close: trials"], line["after close: left processes"], line["after close: orphans"],
+            line["after close: orphan RSS MB"]) == ("3 (2 hung)", "2/3", "1 (0..1)", "23.7 (0..23.7)")
+    assert (line["after crash: trials"], line["after crash: left processes"], line["after crash: crash orphans"]) \
+        == ("3 (2 hung)", "1/1", "1")

@@ -50,6 +50,12 @@ def _orphaned(rows, field: str) -> str:
     return "-" if vals.empty else f"{int((vals > 0).sum())}/{len(vals)}"
 
 
+def _not_ok(rows) -> str:
+    """` (6 hung)`: the trials that did not end ok, by status."""
+    counts = rows.loc[rows["status"] != "ok", "status"].value_counts()
+    return f" ({', '.join(f'{n} {status}' for status, n in sorted(counts.items()))})" if len(counts) else ""
+
+
 def _in_mb(rows):
     """Resident memory in MB (a process of ours is tens of MB: bytes read as 2.37117e+07)."""
     return rows.assign(**{f: (rows[f] / 1e6).round(1) for f in rows.columns if f.endswith("_rss_bytes")})
@@ -61,7 +67,9 @@ def _mb(column: str) -> str:
 
 def orphan_table(df):
     """framework (adapter) x launch: after close() and after a host crash, the trials that left processes
-    (k/n), how many (median), their memory (MB) and CPU seconds (medians over ok trials)."""
+    (k/n), how many (median), their memory (MB) and CPU seconds: medians over every trial that measured them.
+    A trial whose stop hung still left what the harness reaped, so its processes count (its status is named
+    beside the trials); a crash that never came (the stop hung first) measured nothing."""
     import pandas as pd
 
     rows = orphan_rows(df)
@@ -71,11 +79,11 @@ def orphan_table(df):
         line: dict[str, Any] = {"adapter": adapter, "launch": launch}
         for host, fields, label in (("close", AFTER_CLOSE, "after close"), ("crash", AFTER_CRASH, "after crash")):
             h = g[g["host"] == host]
-            ok = h[h["status"] == "ok"]
-            line[f"{label}: trials"] = f"{len(h)}" + (f" ({len(h) - len(ok)} not ok)" if len(ok) < len(h) else "")
+            line[f"{label}: trials"] = f"{len(h)}" + _not_ok(h)
             line[f"{label}: left processes"] = _orphaned(h, fields[0])
-            line.update({f"{label}: {_mb(k)}": v for k, v in cells(_in_mb(ok), fields).items()} if len(ok) else
-                        {f"{label}: {_mb(k)}": "-" for k in fields})
+            measured = h[h[fields[0]].notna()]
+            line.update({f"{label}: {_mb(k)}": v for k, v in cells(_in_mb(measured), fields).items()} if len(measured)
+                        else {f"{label}: {_mb(k)}": "-" for k in fields})
         out.append(line)
     return pd.DataFrame(out)
 

@@ -247,7 +247,8 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
          agreement_frame(df)),
         ("Time-anchored trials (spread)", "time", time_spread(df)),
         ("Orphans in the wild: each MCP launch variant, after close() and after a host crash (SIGKILL, no "
-         "cleanup); processes, their memory (MB) and CPU seconds, medians over ok trials", "orphans",
+         "cleanup); processes, their memory (MB) and CPU seconds, medians over the trials that measured them (a "
+         "hung stop's too: the harness reaped what it left)", "orphans",
          orphan_table(full)),
         ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
