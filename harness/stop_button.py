@@ -9,8 +9,9 @@ sender that asks `send_time()` either gets a time before the press or is told th
 
 The same holds across processes. An MCP tool call is sent by the MCP server, a process of its own: a
 call the agent wrote to the server just before the press could be stamped by the server just after it.
-A button given a file (`StopButton(path)`) keeps its state there under an advisory lock (flock), and a
-server started with STOP_BUTTON_ENV naming that file asks it before each send, exactly as a thread does.
+A button that is `share()`d keeps its state in its file under an advisory lock (flock), and a server
+started with STOP_BUTTON_ENV naming that file (`StopButton.of_file`) asks it before each send, exactly as a
+thread does.
 
 The harness presses the button for every trial (`press()` is where `stop_called`'s time comes from) and
 releases it when resume starts. Only an agent that chooses to check it is affected: the reference adapter
@@ -42,19 +43,38 @@ class StopPressed(RuntimeError):
 
 
 class StopButton:
-    """`path`: keep the state in that file too, for another process to ask (see the module's docstring);
-    a process that opens the same path sees the same button."""
+    """`path`: where the button is kept once `share()`d, for another process to ask (see the module's
+    docstring). Until then it lives in memory alone, so a trial whose agent shares it with nobody (every
+    framework adapter) presses it exactly as before: no file on the stop path."""
 
     def __init__(self, path: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._pressed_ns: int | None = None
         self.path = path
+        self.shared = False
+
+    @classmethod
+    def of_file(cls, path: Path) -> StopButton:
+        """The button another process shared at `path` (the MCP server's side)."""
+        button = cls(path)
+        button.shared = True
+        return button
+
+    def share(self) -> Path:
+        """From now on keep the state in the file too, so other processes can ask it; returns the path."""
+        if self.path is None:
+            raise ValueError("this stop button has no file: another process cannot ask it")
+        with self._lock:
+            self.shared = True
+        with self._held() as fd:
+            self._write(fd, str(self._pressed_ns).encode() if self._pressed_ns is not None else b"")
+        return self.path
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[int | None]:
         """Both locks (this process's threads, other processes), yielding the file's descriptor or None."""
         with self._lock:
-            if self.path is None:
+            if self.path is None or not self.shared:
                 yield None
                 return
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)

@@ -45,9 +45,13 @@ def test_another_process_sees_the_press_and_the_release(tmp_path):
 
     path = tmp_path / "stop-button"
     ask = [sys.executable, "-c", "import sys; from pathlib import Path; from harness.stop_button import "
-           "StopButton, StopPressed\ntry:\n    StopButton(Path(sys.argv[1])).send_time()\nexcept StopPressed:\n"
+           "StopButton, StopPressed\ntry:\n    StopButton.of_file(Path(sys.argv[1])).send_time()\nexcept StopPressed:\n"
            "    sys.exit(3)", str(path)]
     button = StopButton(path)
+    button.press()
+    button.release()
+    assert not path.exists()  # shared with nobody: the press never touches a file
+    assert button.share() == path
     assert subprocess.run(ask).returncode == 0
     button.press()
     assert subprocess.run(ask).returncode == 3

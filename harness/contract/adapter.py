@@ -56,9 +56,7 @@ class McpServer:
         """The same server, whose tool calls ask `button` before they leave (harness.stop_button): a call
         not yet sent when stop is pressed is answered NOT_SENT instead. Only the reference asks; a
         framework adapter never does (its framework's MCP calls go out whenever it sends them)."""
-        if button.path is None:
-            raise ValueError("this stop button has no file: another process cannot ask it")
-        return replace(self, env={**self.env, STOP_BUTTON_ENV: str(button.path)})
+        return replace(self, env={**self.env, STOP_BUTTON_ENV: str(button.share())})
 
 
 @dataclass(frozen=True)

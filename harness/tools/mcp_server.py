@@ -165,7 +165,7 @@ async def amain(run_url: str, mitigation: str, workdir: str | None, run_id: str,
     log = policy.saga_log(folder)
     toolbox = Toolbox(run_url, key_policy=policy.key_policy(run_id, folder),
                       on_attempt=log.attempt if log else None, apost=post_json)
-    button = StopButton(Path(os.environ[STOP_BUTTON_ENV])) if os.environ.get(STOP_BUTTON_ENV) else None
+    button = StopButton.of_file(Path(os.environ[STOP_BUTTON_ENV])) if os.environ.get(STOP_BUTTON_ENV) else None
     await McpServer(toolbox, button).serve(await _stdin())
     if on_eof == "stay":  # deaf to the end of stdin: a timer keeps the process alive (email-mcp #60)
         deadline = time.monotonic() + STAY_LIMIT_S

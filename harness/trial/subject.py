@@ -264,7 +264,7 @@ class Subject:
             run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
             services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
             tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
-            stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # in a file: an MCP server may ask it
+            stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
         )
 
 
