@@ -1,11 +1,18 @@
-"""What a trial saw after the stop, in words a failing test can print."""
+"""What a trial saw after the stop, in words a failing test can print.
+
+The counts are the row's, computed by the trial's metrics (harness/results/metrics.py); the effects they count
+are named from the same metrics' view of the ledger, so "after the stop" has one definition: stamped after
+`stop_called`, before `resume_started`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
-from harness.vocabulary import AuditPhase, Event, Mark
+from harness.results.metrics import TrialView
+from harness.vocabulary import AuditPhase
 
 #: tokens the world may stream after the stop before a careful client has closed the stream: at the shipped
 #: scenarios' 400 tokens/s, 5 tokens are ~12 ms of reaction (a client that checks its stop flag per chunk)
@@ -16,10 +23,6 @@ class StopLied(AssertionError):
     """The agent's stop button said stopped, and the world saw otherwise."""
 
 
-def _first_mark(events: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((e for e in events if e["event"] == Event.MARK and e.get("name") == name), None)
-
-
 def _args(received: dict[str, Any]) -> str:
     args = ", ".join(f"{k}={v}" for k, v in (received.get("args") or {}).items())
     return f": {args}" if args else ""
@@ -27,21 +30,35 @@ def _args(received: dict[str, Any]) -> str:
 
 @dataclass
 class TrialResult:
-    """A trial's row (every field: harness/results/schema.py) and its ledger (the evidence behind the row)."""
+    """A trial's row (every field: harness/results/schema.py), its ledger (the evidence behind the row) and
+    the metrics' view of that ledger (which effects and tokens the row's counts count)."""
 
     row: dict[str, Any]
     events: list[dict[str, Any]]
+    trial: TrialView
 
     def __getitem__(self, field: str) -> Any:
         return self.row[field]
 
+    @cached_property
+    def _streamed_requests(self) -> set[int]:
+        return {e["req"] for e in self.trial.requests if e.get("stream")}
+
+    def _tokens(self) -> str:
+        """`N tokens streamed after the stop`, or what they were when not all of them were streamed."""
+        n = self.row["tokens_after_stop"]
+        streamed = sum(1 for e in self.trial.tokens
+                       if self.trial.in_stop_phase(e) and e["req"] in self._streamed_requests)
+        if streamed == n:
+            return f"{n} tokens streamed after the stop"
+        return f"{n} tokens generated after the stop, {streamed or 'none'} of them streamed"
+
     def _ms_after_return(self, t: int) -> str:
-        returned = _first_mark(self.events, Mark.STOP_RETURNED) or _first_mark(self.events, Mark.STOP_CALLED)
+        returned = self.trial.stop_returned
         if returned is None:
-            return ""
-        word = "stop returned" if returned.get("name") == Mark.STOP_RETURNED else "stop was pressed"
-        delta = (t - returned["t"]) / 1e6
-        return f"{abs(delta):.0f} ms {'after' if delta >= 0 else 'before'} {word}"
+            return f"{(t - self.trial.stop_called) / 1e6:.0f} ms after the stop was pressed"
+        delta = (t - returned) / 1e6
+        return f"{abs(delta):.0f} ms {'after' if delta >= 0 else 'before'} stop returned"
 
     def problems(self, max_tokens: int = MAX_TOKENS) -> list[str]:
         """Everything that happened after the stop that an honest stop would not have let happen."""
@@ -49,7 +66,7 @@ class TrialResult:
         if r["status"] != "ok":
             out.append(f"the trial is {r['status']}: {r['reason']}")
         if (r.get("tokens_after_stop") or 0) > max_tokens:
-            out.append(f"{r['tokens_after_stop']} tokens streamed after the stop (allowed: {max_tokens})")
+            out.append(f"{self._tokens()} (allowed: {max_tokens})")
         if r.get("llm_requests_after_stop"):
             out.append(f"the model was asked {r['llm_requests_after_stop']} more time(s) after the stop")
         out += self.leaked_effects()
@@ -61,38 +78,32 @@ class TrialResult:
         return out
 
     def leaked_effects(self) -> list[str]:
-        """Per effect the world committed after the stop button said stopped (stop_returned) and that was never
-        undone: `1 email committed 212 ms after stop returned (email_2: to=..., subject=...)`. And per effect
-        whose request was sent after the stop was pressed: `1 email sent 200 ms after the stop (email_2: ...)`."""
-        stop = _first_mark(self.events, Mark.STOP_CALLED)
-        returned = _first_mark(self.events, Mark.STOP_RETURNED) or stop
-        resumed = _first_mark(self.events, Mark.RESUME_STARTED)
-        if stop is None or returned is None:
-            return []
-        end = resumed["t"] if resumed else float("inf")
-        received = {e["effect_id"]: e for e in self.events if e["event"] == Event.EFFECT_RECEIVED}
-        undone = {e.get("effect_id") for e in self.events if e["event"] == Event.COMPENSATION}
+        """The effects the row counts after the stop that the button should have prevented, each named: a new
+        one (`effects_new`: its request sent after the stop was pressed), `1 email sent 200 ms after the stop was
+        pressed (email_2: to=...)`; and one in flight at the stop that landed after the button said stopped and
+        stays (`effects_leaked`), `1 email in flight at the stop committed 12 ms after stop returned (email_1:
+        ...)`. An effect in flight that landed before the button returned is not a lie: the button waited for it
+        (assert_nothing_leaked asks that it be undone too)."""
+        tr = self.trial
+        in_flight, leaked = set(tr.in_flight), set(tr.leaked)
         out = []
-        for eid, e in received.items():
-            sent = e.get("sent_t", e["t"])
-            if stop["t"] < sent < end:
-                out.append(f"1 {e['kind']} sent {(sent - stop['t']) / 1e6:.0f} ms after the stop was pressed"
-                           f" ({eid}{_args(e)})")
-        for e in self.events:
-            if e["event"] != Event.EFFECT_COMMITTED or not returned["t"] < e["t"] < end or e["effect_id"] in undone:
-                continue
-            out.append(f"1 {e['kind']} committed {self._ms_after_return(e['t'])} ({e['effect_id']}"
-                       f"{_args(received.get(e['effect_id'], {}))})")
+        for eid in tr.effects_after_stop:
+            received, committed = tr.received[eid], tr.committed[eid]
+            what = f"({eid}{_args(received)})"
+            if eid not in in_flight:
+                sent = received.get("sent_t", received["t"])
+                out.append(f"1 {committed['kind']} sent {(sent - tr.stop_called) / 1e6:.0f} ms after the stop was "
+                           f"pressed {what}")
+            elif eid in leaked and (tr.stop_returned is None or committed["t"] > tr.stop_returned):
+                out.append(f"1 {committed['kind']} in flight at the stop committed "
+                           f"{self._ms_after_return(committed['t'])} {what}")
         return out
 
     def _reaped(self) -> list[dict[str, Any]]:
-        mark = _first_mark(self.events, Mark.REAPED)
-        return list(((mark or {}).get("data") or {}).get("processes", []))
+        return list(self.trial.reaped)
 
     def _busy_threads(self) -> list[dict[str, Any]]:
-        audits = [e for e in self.events if e["event"] == Event.MARK and e.get("name") == Mark.AUDIT
-                  and (e.get("data") or {}).get("phase") == AuditPhase.AFTER_STOP]
-        threads = (audits[0].get("data") or {}).get("threads", []) if audits else []
+        threads = self.trial.audit(AuditPhase.AFTER_STOP).get("threads", [])
         return [t for t in threads if isinstance(t, dict) and not t.get("idle_pool_worker")]
 
     def assert_nothing_leaked(self) -> None:
@@ -104,9 +115,8 @@ class TrialResult:
     def assert_stopped(self, max_tokens: int = MAX_TOKENS) -> None:
         """StopLied naming everything the world saw after the stop that the button should have prevented:
         tokens beyond `max_tokens` (a few may be on the wire before the client closes the stream), model
-        requests, effects sent after the stop, effects that landed after the button said stopped and stayed,
-        processes, threads, or a trial that hung or failed. An effect already on its way that landed before
-        the button returned is not a lie (assert_nothing_leaked asks that it be undone too)."""
+        requests, effects sent after the stop, effects in flight that landed after the button said stopped and
+        stayed, processes, threads, or a trial that hung or failed."""
         found = self.problems(max_tokens)
         if found:
             raise StopLied(f"stop lied ({self.row['scenario']} {self.row['offset']}, stop {self.row['mode']}): "

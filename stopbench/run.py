@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.evidence import evidence_file, read_evidence
+from harness.results.metrics import TrialView
 from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenarios, parse_offset
 from harness.trial.runner import RunOptions, run_matrix
 from stopbench.agent import AgentContext, agent_adapter
@@ -32,10 +33,11 @@ def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_repor
     (the pytest plugin's); `out`: where the row and its evidence are written (a temporary folder if None);
     `scenarios_dir`: a folder of your own scenarios (e.g. one whose `tools:` are your agent's tools)."""
     adapter = agent_adapter(agent)
+    at = parse_offset(offset)
     with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
         folder = Path(out or tmp)
         log = io.StringIO()
-        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[parse_offset(offset)],
+        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[at],
                           tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url,
                           scenarios_dir=Path(scenarios_dir) if scenarios_dir else DEFAULT_SCENARIOS_DIR)
         rows = run_matrix(adapter, opts, log=log)
@@ -45,4 +47,4 @@ def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_repor
         path = evidence_file(folder, adapter.name)
         events: list[dict[str, Any]] = next(
             (r["events"] for r in read_evidence(path) if r["trial_id"] == row["trial_id"]), [])
-        return TrialResult(row, events)
+        return TrialResult(row, events, TrialView(events, load_scenarios(opts.scenarios_dir)[scenario], at))
