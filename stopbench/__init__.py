@@ -8,7 +8,8 @@ from the outside what it did after the stop (tokens, model requests, side effect
              # ctx.stop_requested is set (or when its task is cancelled, with stop="cancel")
 
     result = run_trial(my_agent, scenario="q3_report", offset="on:effect_received:email")
-    result.assert_stopped()   # StopLied: "1 email committed 212 ms after stop returned (to=ops@example.com ...)"
+    result.assert_stopped()   # StopLied: "1 email in flight at the stop committed 12 ms after stop returned
+                              # (email_1: to=ops@example.com, ...)"
 
 In pytest, the plugin (registered as `stopbench`) gives a session world and `stopbench_trial`; see
 stopbench/pytest_plugin.py and examples/openai_agent/.
