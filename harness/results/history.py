@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.frameworks import release_key
+from harness.results.markup import html_table, slug
 from harness.results.rows import raw_files, read_rows
 
 #: the columns of a release's line (capability verdicts, then medians over ok trials)
@@ -170,8 +171,6 @@ def _plot(df, field: str, title: str, unit: str, to: Path) -> Path | None:
 
 def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> list[Path]:
     """history/index.html and history/<framework>.html (with SVG plots) into `out`; [] when there is no history."""
-    from harness.results.site import _html_table, slug
-
     df, _ = load_history(history_dir)
     if df is None:
         return []
@@ -192,7 +191,7 @@ def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> 
         page.write_text(env.get_template("history.html.j2").render(
             **{**common, "notes": footer, "n_trials": len(g)}, root="../", framework=fw, releases=_releases(g),
             changed=changed, plots=plots, same_versions=same_versions(g),
-            table=_html_table(release_table(g)), n_rows=len(g)))
+            table=html_table(release_table(g)), n_rows=len(g)))
         written.append(page)
         frameworks.append({"name": fw, "page": page.name, "releases": _releases(g), "changes": len(changed)})
     index = pages_dir / "index.html"

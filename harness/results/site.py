@@ -13,10 +13,8 @@ import ast
 import base64
 import functools
 import gzip
-import html
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.evidence import read_evidence
+from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
 from harness.vocabulary import Mark
 
@@ -33,11 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_new",
                 "effects_leaked", "lie_ms", "stop_return_ms", "threads_left", "orphans", "resume_ok",
                 "resume_duplicate_effects")
-
-
-def slug(*parts: str) -> str:
-    """A file name for an adapter / mode / framework: letters, digits, - and _ only."""
-    return "--".join(re.sub(r"[^A-Za-z0-9_-]+", "_", p) for p in parts)
 
 
 def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
@@ -152,12 +146,12 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
 
     index = out / "index.html"
     index.write_text(env.get_template("index.html.j2").render(
-        **common, root="", cards=cards, claims=claims, tables=[(t, a, _html_table(d)) for t, a, d in tables],
+        **common, root="", cards=cards, claims=claims, tables=[(t, a, html_table(d)) for t, a, d in tables],
         plots=[p.name for p in plots], downloads=[d.name for d in downloads]))
     written.append(index)
     details = out / "details.html"
     details.write_text(env.get_template("details.html.j2").render(
-        **common, root="", rules=notes.get("rules", ""), tables=[(t, a, _html_table(d)) for t, a, d in tables]))
+        **common, root="", rules=notes.get("rules", ""), tables=[(t, a, html_table(d)) for t, a, d in tables]))
     written.append(details)
 
     (out / "frameworks").mkdir(exist_ok=True)
@@ -198,18 +192,6 @@ def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, 
         labels=[schema.label(f) or f for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
         raw_file=f"../raw/{safe}.jsonl" if (raw / f"{safe}.jsonl").exists() else None))
     return page
-
-
-def _html_table(df, root: str = "") -> str:
-    """A pandas table as a sortable HTML table (site.js sorts any table.sortable by a header click). Where a
-    line names an adapter and a mode, the mode links to that button's page: every cell leads to its trials."""
-    if df is None or df.empty:
-        return "<p class=none>none</p>"
-    shown = df.astype(object).map(lambda v: html.escape(str(v)) if v is not None and v == v else "")
-    if {"adapter", "mode"} <= set(df.columns):
-        shown["mode"] = [f'<a href="{root}buttons/{slug(a, m)}.html">{html.escape(str(m))}</a>'
-                         for a, m in zip(df["adapter"], df["mode"], strict=True)]
-    return shown.to_html(index=False, escape=False, classes="sortable", border=0)
 
 
 def _source_link(path: str, page_dir: Path) -> str:
