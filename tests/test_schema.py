@@ -81,6 +81,7 @@ def test_framework_of_rows_written_before_it_existed(tmp_path):
             good_row(adapter="known-x", adapter_ref="tests.known_answer.adapters:X"),
             good_row(adapter="crewai", adapter_ref="crewai"),
             good_row(adapter="mine", adapter_ref="x", framework="langgraph")]  # written with it: kept
+    rows = [{**r, "trial_id": f"t{i}"} for i, r in enumerate(rows)]  # five trials (a reader keeps one row of each)
     got, bad = read_rows([write(tmp_path, rows)])
     assert bad == []
     assert [r["framework"] for r in got] == ["autogen", "openai-agents", "known-x", "crewai", "langgraph"]

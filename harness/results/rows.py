@@ -92,6 +92,7 @@ class CorruptLine:
 
 
 def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine]]:
+    """The readable rows, the newest of each trial only (newest_per_trial), and the unreadable lines."""
     rows: list[dict[str, Any]] = []
     bad: list[CorruptLine] = []
     for path in paths:
@@ -101,7 +102,19 @@ def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine
                 bad.append(CorruptLine(path, lineno, error, other))
             else:
                 rows.append(row)
-    return rows, bad
+    return newest_per_trial(rows), bad
+
+
+def newest_per_trial(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per trial_id, in the order read: the one finished last (a trial rerun because its row was
+    measured on other code has both in its file), the later line of two finished in the same second."""
+    newest: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        seen = newest.get(row["trial_id"])
+        if seen is None or str(row.get("finished_at", "")) >= str(rows[seen].get("finished_at", "")):
+            newest[row["trial_id"]] = i
+    keep = set(newest.values())
+    return [row for i, row in enumerate(rows) if i in keep]
 
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
@@ -132,11 +145,12 @@ def raw_files(out_dir: Path) -> list[Path]:
     return sorted((out_dir / "raw").glob("*.jsonl"))
 
 
-def finished_trials(path: Path) -> set[str]:
+def finished_trials(path: Path) -> dict[str, str]:
+    """trial_id -> when its newest row in `path` was finished."""
     if not path.exists():
-        return set()
+        return {}
     rows, _ = read_rows([path])
-    return {r["trial_id"] for r in rows}
+    return {r["trial_id"]: str(r.get("finished_at", "")) for r in rows}
 
 
 def now_iso() -> str:
@@ -149,8 +163,9 @@ class MergeError(ValueError):
 
 def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
     """Merge the raw rows of result folders (e.g. the shards of one run) into `out`: per raw file, every
-    row whose trial is not there yet, in the order the sources are given. Returns, per file, how many
-    rows were added, how many were already there, and how many lines were unreadable."""
+    row whose trial is not there yet or is there only in an older row (readers keep the newest), in the order
+    the sources are given. Returns, per file, how many rows were added, how many were already there (as new or
+    newer), and how many lines were unreadable."""
     for src in sources:
         if not (src / "raw").is_dir():
             raise MergeError(f"{src}: no raw/ folder of result rows")
@@ -163,11 +178,12 @@ def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
             counts = summary.setdefault(path.name, {"added": 0, "already there": 0, "unreadable": 0})
             counts["unreadable"] += len(bad)
             for row in rows:
-                if row["trial_id"] in done:
+                finished = str(row.get("finished_at", ""))
+                if row["trial_id"] in done and done[row["trial_id"]] >= finished:
                     counts["already there"] += 1
                     continue
                 append_row(target, row)
-                done.add(row["trial_id"])
+                done[row["trial_id"]] = finished
                 counts["added"] += 1
     return summary
 

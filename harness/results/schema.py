@@ -89,6 +89,9 @@ def _fields() -> Iterable[Field]:
     yield runner("schema_version", int, "the row layout's version; a reader refuses rows of another", required=True)
     yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation, repetition: what a "
                  "rerun skips", required=True)
+    yield runner("adapter_digest", str, "digest of the adapter's folder (its Python files, framework.toml, "
+                 "constraints.txt): with `versions`, the code the row was measured on; a bench reruns a trial whose "
+                 "row has another (harness/trial/staleness.py; rows written before it existed have none: stale)")
     yield runner("adapter", str, "the adapter's declared name (what tables show)", required=True)
     yield runner("adapter_ref", str, "how the adapter was loaded: built-in name, entry point or `package.module:Class`")
     yield runner("framework", str, "the framework the adapter measures (claims are keyed by it); rows written "

@@ -30,6 +30,7 @@ from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
+from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
 from harness.trial.world_client import WorldClient, WorldProcess
 
@@ -116,11 +117,17 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
 
 def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario], specs: list[TrialSpec],
                 out_file: Path, log: TextIO) -> list[dict[str, Any]]:
-    rows_there, unreadable = read_rows([out_file]) if out_file.exists() else ([], [])
-    done = {r["trial_id"] for r in rows_there}
+    rows_there, unreadable = read_rows([out_file]) if out_file.exists() else ([], [])  # the newest row per trial
+    digest, versions = adapter_digest(adapter_cls), adapter_cls.versions()
+    done = {r["trial_id"] for r in rows_there if is_current(r, digest, versions)}
     for bad in unreadable:
         print(f"stopbench: unreadable line skipped (its trial runs again): {bad}", file=log, flush=True)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
+    planned = {s.trial_id(scenarios[s.scenario].digest) for s in todo}
+    rerun = sum(1 for r in rows_there if r["trial_id"] in planned)
+    if rerun:
+        print(f"stopbench: {rerun} rows in {out_file} were measured on other code (versions/adapter digest); "
+              "rerunning them", file=log, flush=True)
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
           f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
           f"{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
@@ -128,8 +135,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
         return []
     os.environ.update(adapter_cls.environment)
     adapter_cls.prepare()
-    versions = adapter_cls.versions()
-    env = environment()
+    env = {**environment(), "adapter_digest": digest}
     for stale in stale_workroots():  # left by a runner killed outright
         shutil.rmtree(stale, ignore_errors=True)
     workroot = Path(tempfile.mkdtemp(prefix=workroot_prefix(opts.adapter)))
