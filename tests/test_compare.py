@@ -106,7 +106,7 @@ def test_compare_names_a_missing_folder_and_lists_corrupt_lines(tmp_path, capsys
 def test_can_abort_names_the_anchor_where_work_went_on():
     import pandas as pd
 
-    from harness.results.claims import capability_row
+    from harness.results.capability import capability_row
 
     rows = [row(i, 0) for i in range(3)]
     rows[1]["effects_new"] = 1

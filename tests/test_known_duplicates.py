@@ -6,7 +6,7 @@ the capability table, a resume column. Both planted adapters run for real.
 
 from __future__ import annotations
 
-from harness.results.claims import capability_row
+from harness.results.capability import capability_row
 from harness.results.report import load
 from tests.test_trials import run
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.results.claims import capability_row, judge
+from harness.results.capability import capability_row
+from harness.results.claims import judge
 from harness.results.report import load
 from tests.test_trials import run
 

@@ -17,22 +17,21 @@ from typing import Any
 
 from harness.results import schema
 from harness.results.rows import raw_files, read_rows
+from harness.results.selection import CELL, is_anchored, is_measured, without
 
 #: what a repetition must reproduce: the status and every count and flag the tables show (not the stop's own
 #: timing: trigger_delay_ms / trigger_precise are the harness's, and timings vary by nature)
 FIELDS = ("status", *(f.name for f in schema.FIELDS.values() if f.source == "metrics" and f.label
                       and f.group != "trigger" and (f.unit == "count" or f.type is bool)))
-
-
-#: a trial cell: what a trial_id holds but its repetition (a host crash trial is its own cell: it shares the
-#: closing host's scenario, offset and tool style, and measures other fields)
-CELL = ("mode", "scenario", "scenario_hash", "offset", "tool_style", "mitigation", "host")
+#: what a cell is named by within its adapter (its host and scenario hash are added apart)
+NAMED_BY = without(CELL, "adapter", "scenario_hash", "host")
 
 
 def _cell(row: dict[str, Any]) -> str:
-    values = {**row, "host": row.get("host") or "close"}
-    return " ".join(str(values.get(k)) for k in CELL if k not in ("scenario_hash", "host")) + (
-        " host:crash" if values["host"] != "close" else "") + f" #{row.get('scenario_hash')}"
+    """A trial cell (harness/results/selection.py CELL) within its adapter, as the table names it."""
+    host = row.get("host") or "close"
+    return " ".join(str(row.get(k)) for k in NAMED_BY) + (
+        " host:crash" if host != "close" else "") + f" #{row.get('scenario_hash')}"
 
 
 def agreement(rows: list[dict[str, Any]], anchors: str = "event") -> list[dict[str, Any]]:
@@ -40,7 +39,7 @@ def agreement(rows: list[dict[str, Any]], anchors: str = "event") -> list[dict[s
     the cells that disagree on it (skipped trials left out)."""
     cells: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        if r.get("status") != "skipped" and (anchors == "all" or r.get("offset_kind") == anchors):
+        if is_measured(r) and (anchors == "all" or is_anchored(r, anchors)):
             cells[r["adapter"]][_cell(r)].append(r)
     table = []
     for adapter in sorted(cells):

@@ -1,7 +1,8 @@
-"""Table building blocks shared by the report and `stopbench compare`: a frame of rows, and a field's cell.
+"""Table building blocks shared by the report, the scorecard, `stopbench compare` and the history: a frame of
+rows, a column as numbers, the median, and a field's cell.
 
-A cell summarizes one field over a group of rows the way harness/results/schema.py declares it
-(its aggregation and rounding) under the field's column label. Needs pandas (the `report` extra).
+A cell summarizes one field over a group of rows the way harness/results/schema.py declares it (its
+aggregation, rounding and format) under the field's column label. Needs pandas (the `report` extra).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.results import schema
+from harness.results.selection import is_late
 
 
 def frame(rows: list[dict[str, Any]]):
@@ -21,23 +23,37 @@ def frame(rows: list[dict[str, Any]]):
     return df.reindex(columns=schema.columns([*schema.FIELDS, *df.columns]))
 
 
-def median_cell(series) -> str:
+def numbers(df, name: str):
+    """A column as numbers, None as NaN (NaN everywhere when absent): an all-None column is not numeric
+    otherwise, and hand-written or older rows may lack a field."""
+    import pandas as pd
+
+    if name not in df:
+        return pd.Series(float("nan"), index=df.index, dtype=float)
+    return pd.to_numeric(df[name], errors="coerce")
+
+
+def median(series) -> float | None:
+    """The median of the values a series has; None when it has none. Every table cell and the scorecard
+    take their medians from here."""
+    vals = series.dropna()
+    return None if vals.empty else float(vals.median())
+
+
+def median_cell(series, f: schema.Field) -> str:
     """`v` when every row agrees, else `median (min..max)`; `-` when no row has a value."""
     vals = series.dropna()
     if vals.empty:
-        return "-"
-    lo, hi, med = vals.min(), vals.max(), vals.median()
-    if lo == hi:
-        return f"{lo:g}"
-    return f"{med:g} ({lo:g}..{hi:g})"
+        return schema.NO_VALUE
+    return f.median_text(median(vals), vals.min(), vals.max())
 
 
 def ratio_cell(series) -> str:
     """`k/N`: rows where the field is true, of the rows that have it; `-` when none has."""
     vals = series.dropna()
     if vals.empty:
-        return "-"
-    return f"{int(vals.astype(bool).sum())}/{len(vals)}"
+        return schema.NO_VALUE
+    return schema.ratio_text(int(vals.astype(bool).sum()), len(vals))
 
 
 def values(rows, name: str):
@@ -45,7 +61,7 @@ def values(rows, name: str):
     f = schema.field(name)
     vals = rows[name]
     if f.precise_only and "trigger_precise" in rows:  # a late stop distorts a timing, not a count
-        vals = vals[rows["trigger_precise"] != False]  # noqa: E712 (None = no stop: kept, its value is None)
+        vals = vals[~is_late(rows)]  # None = no stop: kept, its value is None
     return vals
 
 
@@ -56,7 +72,7 @@ def cell(rows, name: str) -> str:
     if f.aggregation == "ratio":
         return ratio_cell(values_)
     if f.aggregation == "median":
-        return median_cell(values_.round(f.digits) if f.digits is not None else values_)
+        return median_cell(values_.round(f.digits) if f.digits is not None else values_, f)
     raise ValueError(f"{name!r} is not summarized in a table (aggregation none)")
 
 
@@ -65,5 +81,6 @@ def cells(rows, names: Iterable[str]) -> dict[str, str]:
     return {schema.label(n): cell(rows, n) for n in names}
 
 
-def min_max(series) -> str:
-    return f"{series.min():g}..{series.max():g}"
+def min_max(rows, name: str) -> str:
+    """`min..max` of field `name` over `rows`."""
+    return schema.field(name).range_text(rows[name].min(), rows[name].max())

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.results import schema, spread
+from harness.results.capability import CAPABILITY_RULES, capability_row, verdict_facts
 from harness.results.cells import cells, frame, values
-from harness.results.rows import SCHEMA_VERSION, in_main_matrix, raw_files, read_rows
+from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
+from harness.results.selection import BUTTON_MITIGATION, CONDITION, in_main_matrix, is_anchored, is_ok
 from harness.scenario import ANCHOR_KINDS
 
-KEYS = ["adapter", "mode", "mitigation"]
-CELL = ["scenario", "offset", "tool_style"]
 # the article's columns (verdicts), then the measured numbers, as in the capability table
 VERDICTS = ("can abort", "state kept", "can resume", "repeats effect", "compensated", "orphans clean")
 MEASURED = ("tokens_after_stop", "effects_leaked", "lie_ms", "resume_duplicate_effects")
@@ -70,7 +70,7 @@ def check_scenarios(old: list[dict], new: list[dict], old_dir: Path, new_dir: Pa
 
 
 def _cell_key(r: dict[str, Any]) -> tuple:
-    return tuple(r[k] for k in CELL)
+    return tuple(r[k] for k in CONDITION)
 
 
 def _versions(rows) -> dict[str, set[str]]:
@@ -104,13 +104,11 @@ def _by_cell(g, series) -> list[tuple[tuple, float]]:
 def difference_p(column: str, a, b) -> float:
     """p of the difference in `column` between groups `a` (old) and `b` (new) of one table row: a verdict
     by the per-trial facts that decide it (the smallest p of them), a count by its values over ok trials."""
-    from harness.results.claims import verdict_facts
-
     if column in VERDICTS:
         return min(spread.shift_p(_by_cell(a, fa), _by_cell(b, fb))
                    for fa, fb in zip(verdict_facts(a)[column], verdict_facts(b)[column], strict=True))
     name = COUNTS[column]
-    ok_a, ok_b = a[a["status"] == "ok"], b[b["status"] == "ok"]
+    ok_a, ok_b = a[is_ok(a)], b[is_ok(b)]
     return spread.shift_p(_by_cell(ok_a, values(ok_a, name)), _by_cell(ok_b, values(ok_b, name)))
 
 
@@ -118,8 +116,6 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     """Markdown: what changed between OLD and NEW, row by row of the capability table. `anchors`: `event` keeps
     only event-anchored trials (the world freezes at the anchor: what differs is the frameworks' spread), `time`
     only time-anchored ones, `all` both."""
-    from harness.results.claims import CAPABILITY_RULES, capability_row
-
     if anchors not in ANCHOR_KINDS:
         raise CompareError(f"--anchors {anchors!r}: give {', '.join(ANCHOR_KINDS)}")
     old, old_bad = load_side(old_dir)
@@ -129,8 +125,8 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     wild = (sum(not in_main_matrix(r) for r in old), sum(not in_main_matrix(r) for r in new))
     old, new = [r for r in old if in_main_matrix(r)], [r for r in new if in_main_matrix(r)]
     if anchors != "all":
-        old = [r for r in old if r.get("offset_kind") == anchors]
-        new = [r for r in new if r.get("offset_kind") == anchors]
+        old = [r for r in old if is_anchored(r, anchors)]
+        new = [r for r in new if is_anchored(r, anchors)]
     check_scenarios(old, new, old_dir, new_dir)
     common = {_cell_key(r) for r in old} & {_cell_key(r) for r in new}
     if not common:
@@ -139,9 +135,9 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     frames = {side: frame([r for r in rows if _cell_key(r) in common]) for side, rows in (("old", old), ("new", new))}
 
     def measure(g) -> dict[str, Any]:
-        return {"N": len(g), **capability_row(g), **cells(g[g["status"] == "ok"], MEASURED)}
+        return {"N": len(g), **capability_row(g), **cells(g[is_ok(g)], MEASURED)}
 
-    groups = {side: dict(iter(df.groupby(KEYS, sort=True))) for side, df in frames.items()}
+    groups = {side: dict(iter(df.groupby(list(BUTTON_MITIGATION), sort=True))) for side, df in frames.items()}
     tables = {side: {key: measure(g) for key, g in gs.items()} for side, gs in groups.items()}
     lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
              f"- rows: {len(frames['old'])} old, {len(frames['new'])} new"
@@ -161,7 +157,7 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
               "harness/results/spread.py), `~ old -> new (p)` where they differ within it. "
               f"Timings ({', '.join(TIMINGS)}) are medians that vary from run to run and are shown as "
               "`old -> new` without a verdict.", ""]
-    header = [*KEYS, "N", *COLUMNS]
+    header = [*BUTTON_MITIGATION, "N", *COLUMNS]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     both = sorted(set(tables["old"]) & set(tables["new"]))
     changed = within = 0

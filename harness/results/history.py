@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.frameworks import release_key
+from harness.results import schema, spread
+from harness.results.capability import capability_row
+from harness.results.cells import cells, frame
+from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
 from harness.results.markup import html_table, slug
 from harness.results.rows import raw_files, read_rows
+from harness.results.selection import CONDITION, is_ok, is_unsupported, without
 
 #: the columns of a release's line (capability verdicts, then medians over ok trials)
 SHOWN = ("can abort", "state kept", "can resume", "repeats effect", "orphans clean")
@@ -26,8 +31,6 @@ NUMBERS = ("tokens_after_stop", "effects_leaked")
 def load_history(folder: Path):
     """Every history row under `folder` (<framework>/<release>/raw/*.jsonl), with its `release`; None when
     there is none. Unreadable lines are returned apart, as by read_rows."""
-    from harness.results.cells import frame
-
     rows, bad = [], []
     for raw in sorted(folder.glob("*/*/raw")) if folder.is_dir() else []:
         got, unreadable = read_rows(raw_files(raw.parent))
@@ -44,22 +47,18 @@ def release_table(df):
     """One line per mode x release: trials, unsupported, the verdicts and the medians of tokens+ and leaked."""
     import pandas as pd
 
-    from harness.results.cells import cells
-    from harness.results.claims import capability_row
-
     varying = _varying_packages(df)
     out: list[dict[str, Any]] = []
     for mode, g in df.groupby("mode", sort=True):
         for release in _releases(g):
             r = g[g["release"] == release]
-            unsupported = r[(r["status"] == "skipped") & r["reason"].astype(str).str.contains("unsupported in")]
             line: dict[str, Any] = {"mode": mode, "release": release, "trials": len(r)}
-            if len(unsupported) == len(r):
-                line.update({c: "unsupported" for c in (*SHOWN, "tokens+", "leaked")})
+            if is_unsupported(r).all():
+                line.update({c: "unsupported" for c in (*SHOWN, *map(schema.label, NUMBERS))})
             else:
                 cap = capability_row(r)
                 line.update({c: cap[c] for c in SHOWN})
-                line.update(cells(r[r["status"] == "ok"], NUMBERS))
+                line.update(cells(r[is_ok(r)], NUMBERS))
             line["versions"] = ", ".join(sorted({f"{k} {v}" for vs in r["versions"] for k, v in (vs or {}).items()
                                                  if k in varying}))
             out.append(line)
@@ -85,16 +84,12 @@ def same_versions(df) -> str:
 def changes(df) -> list[str]:
     """"changed in X.Y" notes: for each mode, each pair of consecutive releases, each verdict or count whose
     difference is beyond the run-to-run spread (harness/results/compare.py difference_p), with the trials."""
-    from harness.results import spread
-    from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
-
     notes = []
     for mode, g in df.groupby("mode", sort=True):
         releases = _releases(g)
         for old, new in zip(releases, releases[1:], strict=False):
             a, b = g[g["release"] == old], g[g["release"] == new]
-            a_ok = a[~a["reason"].astype(str).str.contains("unsupported in")]
-            b_ok = b[~b["reason"].astype(str).str.contains("unsupported in")]
+            a_ok, b_ok = a[~is_unsupported(a)], b[~is_unsupported(b)]
             if a_ok.empty != b_ok.empty:
                 notes.append(f"{mode}: {'appeared' if a_ok.empty else 'gone'} in {new} "
                              f"({len(b_ok) if a_ok.empty else len(a_ok)} trials)")
@@ -113,25 +108,20 @@ def changes(df) -> list[str]:
     return notes
 
 
-#: a trial cell of the history matrix: where a change is (its mode and release are the note's own)
-CELL = ("offset", "tool_style")
+#: a trial cell of the history matrix: where a change is (its mode and release are the note's own; the matrix
+#: runs one scenario, noxfile HISTORY_MATRIX)
+CELL = without(CONDITION, "scenario")
 SHOWN_CELLS = 4
 
 
 def _measured(g) -> dict[str, Any]:
     """The verdicts and the counts of a group of trials, as a change is read between two of them."""
-    from harness.results.cells import cells
-    from harness.results.claims import capability_row
-    from harness.results.compare import COUNTS
-
-    return {**capability_row(g), **cells(g[g["status"] == "ok"], COUNTS.values())}
+    return {**capability_row(g), **cells(g[is_ok(g)], COUNTS.values())}
 
 
 def _cells_behind(col: str, a, b) -> str:
     """The rows behind a change: the trial cells (offset x tool style) whose own value differs between the two
     releases, `offset/style old -> new`, at most SHOWN_CELLS of them."""
-    from harness.results.compare import agrees
-
     old_cells, new_cells = dict(iter(a.groupby(list(CELL)))), dict(iter(b.groupby(list(CELL))))
     differ = []
     for key in sorted(set(old_cells) & set(new_cells)):
@@ -150,7 +140,7 @@ def _plot(df, field: str, title: str, unit: str, to: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = df[df["status"] == "ok"]
+    ok = df[is_ok(df)]
     if ok.empty:
         return None
     releases = _releases(df)

@@ -11,19 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.cells import cells
-from harness.results.rows import in_main_matrix
+from harness.results.selection import BUTTON, MOMENT, in_main_matrix, is_measured, is_ok
 from harness.tools.mcp_launch import LAUNCHES, split_label
 
 #: read after close() and after a host crash: how many processes, their memory, their CPU
 AFTER_CLOSE = ("orphans", "orphan_rss_bytes", "orphan_cpu_s")
 AFTER_CRASH = ("crash_orphans", "crash_orphan_rss_bytes", "crash_orphan_cpu_s")
-
-
-def is_main(df):
-    """Rows of the main matrix (harness/results/rows.py `in_main_matrix`), as a mask of `df`."""
-    import pandas as pd
-
-    return pd.Series([in_main_matrix(r) for r in df.to_dict("records")], index=df.index, dtype=bool)
 
 
 def launch_of(df):
@@ -36,11 +29,10 @@ def orphan_rows(df):
     closing host is the main matrix's MCP rows."""
     import pandas as pd
 
-    mcp = df[df["tool_style"].astype(str).str.startswith("mcp") & (df["mitigation"] == "none")
-             & (df["status"] != "skipped")]
-    variants = mcp[~is_main(mcp)]
-    cells_measured = set(map(tuple, variants[["adapter", "mode", "scenario", "offset"]].values))  # noqa: C401
-    keys = ["adapter", "mode", "scenario", "offset"]
+    mcp = df[df["tool_style"].astype(str).str.startswith("mcp") & (df["mitigation"] == "none") & is_measured(df)]
+    variants = mcp[~in_main_matrix(mcp)]
+    keys = [*BUTTON, *MOMENT]  # every launch variant of the MCP tool style together
+    cells_measured = set(map(tuple, variants[keys].values))  # noqa: C401
     keep = mcp[pd.Series([tuple(k) in cells_measured for k in mcp[keys].values], index=mcp.index, dtype=bool)]
     return keep.assign(launch=launch_of(keep), host=keep.get("host", "close"))
 
@@ -52,7 +44,7 @@ def _orphaned(rows, field: str) -> str:
 
 def _not_ok(rows) -> str:
     """` (6 hung)`: the trials that did not end ok, by status."""
-    counts = rows.loc[rows["status"] != "ok", "status"].value_counts()
+    counts = rows.loc[~is_ok(rows), "status"].value_counts()
     return f" ({', '.join(f'{n} {status}' for status, n in sorted(counts.items()))})" if len(counts) else ""
 
 
@@ -92,7 +84,7 @@ def orphans_seen(df) -> tuple[str, str]:
     """The claim "orphan processes need a reaper", over every condition: the main matrix after close(), and
     the orphan matrix's launch variants after close() and after a host crash. Confirmed when any trial left
     a process the harness had to reap; the evidence names which condition, for which adapter and mode."""
-    main = df[is_main(df) & (df["mitigation"] == "none") & (df["status"] != "skipped")]
+    main = df[in_main_matrix(df) & (df["mitigation"] == "none") & is_measured(df)]
     parts = []
     total = orphaned = 0
     main_orph = main[main["orphans"].fillna(0) > 0]
@@ -102,7 +94,7 @@ def orphans_seen(df) -> tuple[str, str]:
     parts.append(f"main matrix after close(): {len(main_orph)}/{int(main['orphans'].notna().sum())}"
                  + (f" ({', '.join(who)})" if who else ""))
     wild = orphan_rows(df)
-    wild = wild[~is_main(wild)]
+    wild = wild[~in_main_matrix(wild)]
     for host, field, label in (("close", "orphans", "after close()"), ("crash", "crash_orphans", "after a host crash")):
         h = wild[wild["host"] == host]
         if h.empty:

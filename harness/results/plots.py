@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.results.selection import is_anchored, is_late, is_ok
+
 # tab10 without its grey: ten frameworks, each its own colour, on every plot and page
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf",
            "#aec7e8")
@@ -19,7 +21,7 @@ def framework_colors(frameworks) -> dict[str, str]:
 
 
 def _base(df):
-    ok = df[(df["status"] == "ok") & (df["mitigation"] == "none")].copy()
+    ok = df[is_ok(df) & (df["mitigation"] == "none")].copy()
     ok["who"] = ok["adapter"] + " / " + ok["mode"]
     ok["where"] = ok["scenario"] + " " + ok["offset"]
     return ok
@@ -29,7 +31,7 @@ def _heatmap(ok, field: str, title: str, unit: str, cmap: str, to: Path) -> Path
     import matplotlib.pyplot as plt
     import numpy as np
 
-    ev = ok[ok["offset_kind"] == "event"]
+    ev = ok[is_anchored(ok, "event")]
     if ev.empty:
         return None
     heat = ev.groupby(["who", "where"])[field].median().unstack("where")
@@ -58,7 +60,7 @@ def _lie_strip(ok, colors: dict[str, str], to: Path) -> Path | None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    timed = ok[(ok["trigger_precise"] != False) & ok["lie_ms"].notna()]  # noqa: E712 (late stops: out)
+    timed = ok[~is_late(ok) & ok["lie_ms"].notna()]  # late stops: out
     if timed.empty:
         return None
     groups = sorted(timed.groupby("who"), key=lambda kv: kv[0])

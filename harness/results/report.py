@@ -12,8 +12,20 @@ from typing import Any
 
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.results import schema
-from harness.results.cells import cells, frame, min_max, ratio_cell
+from harness.results.capability import CAPABILITY_RULES, capability_rows
+from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
+from harness.results.prices import cancel_tax
 from harness.results.rows import CorruptLine, raw_files, read_rows
+from harness.results.selection import (
+    BUTTON,
+    BUTTON_MITIGATION,
+    CONDITION,
+    MOMENT,
+    in_main_matrix,
+    is_anchored,
+    is_late,
+    is_ok,
+)
 from harness.scenario import DEFAULT_OBSERVE_MS
 
 # the measured columns of each table, in order; labels and cells come from the schema
@@ -22,6 +34,7 @@ SUMMARY = ("tokens_after_stop", "llm_requests_after_stop", "effects_leaked", "st
 BY_OFFSET = ("tokens_after_stop", "llm_requests_after_stop", "effects_in_flight", "effects_new", "effects_leaked",
              "lie_ms", "threads_left", "orphans", "resume_ok", "resume_duplicate_effects")
 CAPABILITY = ("tokens_after_stop", "effects_leaked", "lie_ms", "cancel_tax_usd")
+TIME_SPREAD = ("tokens_after_stop", "effects_leaked")  # min..max over the time-anchored trials
 
 
 def _legend() -> str:
@@ -61,13 +74,13 @@ def summary(df) -> Any:
     import pandas as pd
 
     out = []
-    for (adapter, mode), g in df.groupby(["adapter", "mode"], sort=True):
-        ok = g[g["status"] == "ok"]
+    for (adapter, mode), g in df.groupby(list(BUTTON), sort=True):
+        ok = g[is_ok(g)]
         out.append({
             "adapter": adapter, "mode": mode, "trials": len(g), "ok": len(ok),
             "hung": int((g["status"] == "hung").sum()), "failed": int((g["status"] == "failed").sum()),
             "runaway": int((g["status"] == "runaway").sum()), "skipped": int((g["status"] == "skipped").sum()),
-            "late stop": int((g["trigger_precise"] == False).sum()), **cells(ok, SUMMARY),  # noqa: E712
+            "late stop": int(is_late(g).sum()), **cells(ok, SUMMARY),
         })
     return pd.DataFrame(out)
 
@@ -76,11 +89,11 @@ def by_offset(df) -> Any:
     """Event-anchored trials: one line per adapter x mode x scenario x offset x tool style."""
     import pandas as pd
 
-    ev = df[(df["offset_kind"] == "event")]
+    ev = df[is_anchored(df, "event")]
     out = []
-    keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
+    keys = [*BUTTON, *CONDITION]
     for key, g in ev.groupby(keys, sort=True):
-        ok = g[g["status"] == "ok"]
+        ok = g[is_ok(g)]
         statuses = ", ".join(f"{s} {n}" for s, n in g["status"].value_counts().items())
         out.append({**dict(zip(keys, key, strict=True)), "trials": statuses, **cells(ok, BY_OFFSET)})
     return pd.DataFrame(out)
@@ -90,28 +103,27 @@ def time_spread(df) -> Any:
     """Time-anchored trials land at different points of the run: their spread is the point."""
     import pandas as pd
 
-    tm = df[(df["offset_kind"] == "time") & (df["status"] == "ok")]
+    tm = df[is_anchored(df, "time") & is_ok(df)]
     out = []
-    keys = ["adapter", "mode", "scenario", "offset"]
+    keys = [*BUTTON, *MOMENT]  # every tool style of a moment together
+    trigger = schema.field("trigger_delay_ms")
     for key, g in tm.groupby(keys, sort=True):
-        out.append({**dict(zip(keys, key, strict=True)), "trials": len(g),
-                    "late stop": int((g["trigger_precise"] == False).sum()),  # noqa: E712
-                    **{f"{schema.label(n)} min..max": min_max(g[n]) for n in ("tokens_after_stop", "effects_leaked")},
-                    f"{schema.label('trigger_delay_ms')} p50": f"{g['trigger_delay_ms'].median():.2f}"})
+        out.append({**dict(zip(keys, key, strict=True)), "trials": len(g), "late stop": int(is_late(g).sum()),
+                    **{f"{schema.label(n)} min..max": min_max(g, n) for n in TIME_SPREAD},
+                    f"{trigger.short} p50": trigger.number(median(g[trigger.name]))})
     return pd.DataFrame(out)
 
 
-def capability(df) -> Any:
-    """The article's capability table, measured: one line per adapter x stop mode (mitigation none)."""
+def capability(df, caps: dict[tuple[str, str], dict[str, Any]]) -> Any:
+    """The article's capability table, measured: one line per adapter x stop mode (mitigation none), with its
+    capability row from `caps` (capability_rows)."""
     import pandas as pd
-
-    from harness.results.claims import cancel_tax, capability_row
 
     base = df[df["mitigation"] == "none"]
     out = []
-    for (adapter, mode), g in base.groupby(["adapter", "mode"], sort=True):
-        ok = g[g["status"] == "ok"]
-        out.append({"adapter": adapter, "mode": mode, "N": len(g), **capability_row(g),
+    for (adapter, mode), g in base.groupby(list(BUTTON), sort=True):
+        ok = g[is_ok(g)]
+        out.append({"adapter": adapter, "mode": mode, "N": len(g), **caps[(adapter, mode)],
                     **cells(ok.assign(cancel_tax_usd=cancel_tax(ok)), CAPABILITY)})
     return pd.DataFrame(out)
 
@@ -120,10 +132,8 @@ def mitigations(df) -> Any:
     """How much each mitigation recovers, on the cells measured with more than one mitigation."""
     import pandas as pd
 
-    from harness.results.claims import cancel_tax
-
-    ok = df[df["status"] == "ok"]
-    keys = ["adapter", "mode", "scenario", "offset", "tool_style"]
+    ok = df[is_ok(df)]
+    keys = [*BUTTON, *CONDITION]
     multi = ok.groupby(keys)["mitigation"].nunique()
     compared = multi[multi > 1].index
     if len(compared) == 0:
@@ -147,18 +157,18 @@ def mitigations(df) -> Any:
 
 def mitigation_gaps(df) -> Any:
     """Cells where saga+idempotent still leaves a leak or a repeated effect: the row's own numbers say how."""
-    ok = df[(df["status"] == "ok") & (df["mitigation"] == "saga+idempotent")]
+    ok = df[is_ok(df) & (df["mitigation"] == "saga+idempotent")]
     gaps = ok[(ok["effects_leaked"] > 0) | (ok["resume_duplicate_effects"].fillna(0) > 0)]
-    cols = ["adapter", "mode", "scenario", "offset", "tool_style", "rep", "effects_after_stop",
-            "effects_compensated", "effects_leaked", "resume_duplicate_effects", "trial_id"]
+    cols = [*BUTTON, *CONDITION, "rep", "effects_after_stop", "effects_compensated", "effects_leaked",
+            "resume_duplicate_effects", "trial_id"]
     return gaps[cols].sort_values(cols[:6]) if not gaps.empty else gaps
 
 
 def problems(df) -> Any:
-    bad = df[df["status"] != "ok"]
+    bad = df[~is_ok(df)]
     if bad.empty:
         return bad
-    cols = ["adapter", "mode", "scenario", "offset", "tool_style", "rep", "status", "reason"]
+    cols = [*BUTTON, *CONDITION, "rep", "status", "reason"]
     return bad[cols].sort_values(cols[:6])
 
 
@@ -188,18 +198,17 @@ def numeric_summary(df) -> Any:
     import pandas as pd
 
     out = []
-    for (adapter, mode, mitigation), g in df.groupby(["adapter", "mode", "mitigation"], sort=True):
-        ok = g[g["status"] == "ok"]
+    for (adapter, mode, mitigation), g in df.groupby(list(BUTTON_MITIGATION), sort=True):
+        ok = g[is_ok(g)]
         line: dict[str, Any] = {"framework": g["framework"].iloc[0], "adapter": adapter, "mode": mode,
                                 "mitigation": mitigation, "trials": len(g)}
         for status in ("ok", "hung", "failed", "runaway", "skipped"):
             line[status] = int((g["status"] == status).sum())
-        line["late_stop"] = int((g["trigger_precise"] == False).sum())  # noqa: E712
+        line["late_stop"] = int(is_late(g).sum())
         for name in SUMMARY:
-            timed = ok[ok["trigger_precise"] != False] if schema.field(name).precise_only else ok  # noqa: E712
-            values = pd.to_numeric(timed[name], errors="coerce").dropna()
-            for stat, v in (("median", values.median()), ("min", values.min()), ("max", values.max())):
-                line[f"{name}_{stat}"] = None if values.empty else round(float(v), 3)
+            nums = pd.to_numeric(values(ok, name), errors="coerce").dropna()
+            for stat, v in (("median", median(nums)), ("min", nums.min()), ("max", nums.max())):
+                line[f"{name}_{stat}"] = None if nums.empty else round(float(v), 3)
         out.append(line)
     return pd.DataFrame(out)
 
@@ -210,18 +219,18 @@ def _records(df) -> list[dict[str, Any]]:
 
 def write_report(raw_dir: Path, to: Path) -> list[Path]:
     """results/: the site (index.html first), README.md, CSV and JSON, plots. Every number from the rows."""
-    from harness.results.orphans import is_main, orphan_table
+    from harness.results.orphans import orphan_table
 
     full, bad = load(raw_dir)
     to.mkdir(parents=True, exist_ok=True)
-    df = full[is_main(full)] if not full.empty else full  # every table but the orphan matrix's
+    df = full[in_main_matrix(full)] if not full.empty else full  # every table but the orphan matrix's
     if df.empty:
         text = "# stopbench results\n\nNo result rows yet: run `nox` (or `stopbench run`) first.\n"
         text += _corrupt_md(bad)
         (to / "README.md").write_text(text)
         return [to / "README.md"]
     from harness.results.agreement import agreement_frame
-    from harness.results.claims import CAPABILITY_RULES, judge, load_claims
+    from harness.results.claims import judge, load_claims
     from harness.results.plots import write_plots
     from harness.results.scorecard import BEST_RULE, scorecard
     from harness.results.site import write_site
@@ -229,12 +238,13 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     for old in ("tokens_after_stop.png", "effects_leaked.png", "lie_ms.png"):  # the plots of earlier reports
         (to / old).unlink(missing_ok=True)
     plots = write_plots(df, to)
-    cards = scorecard(df)
+    caps = capability_rows(df)  # read by the capability table and the scorecard
+    cards = scorecard(df, caps)
     claims = []
     for claim in load_claims():
         verdict, decided_by = judge(claim, full)
         claims.append({**claim, "verdict": verdict, "evidence": decided_by})
-    cap = capability(df)
+    cap = capability(df, caps)
     sections = [
         ("Capability table, measured", "capability", cap),
         ("Summary: each stop button", "summary", summary(df)),

@@ -26,14 +26,6 @@ from harness.results.schema import SCHEMA_VERSION
 REPO = Path(__file__).resolve().parents[2]
 
 
-def in_main_matrix(row: dict[str, Any]) -> bool:
-    """The main matrix: a host that closes the agent, tools as the docs show them (the MCP server launched
-    directly). The orphan matrix's rows (a launch variant `mcp+<launch>`, a host crash) share a main cell's
-    scenario, offset and tool style, so every table, `compare` and `agree` tell the two apart by this."""
-    host = row.get("host")
-    return (host if isinstance(host, str) else "close") == "close" and "+" not in str(row.get("tool_style", ""))
-
-
 @functools.cache
 def git_sha() -> str:
     try:

@@ -1,8 +1,10 @@
-"""The result row, declared once: every field with its type, unit, table label, aggregation and meaning.
+"""The result row, declared once: every field with its type, unit, table label, aggregation, format, better
+direction and meaning.
 
 Whatever writes or reads rows reads this: the metrics register against it (harness/results/metrics.py),
 `read_rows` checks rows with it, the report and `stopbench compare` take column labels and cells from it,
-rows.csv orders its columns by it, and README.md's field table is generated from it
+rows.csv orders its columns by it, every table writes a field's values with its formatters (`number`,
+`median_text`, `text`), the scorecard ranks by its `better`, and README.md's field table is generated from it
 (`python -m harness.results.schema` prints the table; `--update README.md` rewrites it in place).
 pyperf's metadata registry and ann-benchmarks' `all_metrics` are the models.
 
@@ -12,6 +14,7 @@ unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the RE
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -28,11 +31,16 @@ Unit = Literal["ms", "s", "count", "bytes", "usd", "none"]
 #: how a table cell summarizes a field over a group of rows: `median` (the median, or `med (lo..hi)` when
 #: the rows disagree), `ratio` (`k/N` rows where it is true), `none` (not summarized)
 Aggregation = Literal["median", "ratio", "none"]
+#: which way a field is better (ann-benchmarks' `all_metrics`): `lower` (fewer tokens after the stop), `higher`
+#: (resume reached the end), `none` (a fact, not a score); the scorecard ranks buttons by it
+Better = Literal["lower", "higher", "none"]
 #: who writes the field: the runner (provenance), the trial (status), the metrics (from the ledger), or
 #: the report (derived from a row when tables are made; never stored)
 Source = Literal["runner", "trial", "metrics", "report"]
 
 TYPE_NAMES = {int: "int", float: "float", bool: "bool", str: "str", dict: "object"}
+#: a table cell without a value: nothing measured it (never a 0)
+NO_VALUE = "-"
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,10 @@ class Field:
     label: str = ""  # the report's column label; empty: the field is shown by its name
     aggregation: Aggregation = "none"
     digits: int | None = None  # a median cell rounds each value to this many decimals first
+    #: how a summarized number of the field is written (a median, a bound, a percentile): a format spec,
+    #: `g` = every digit it has (after `digits`)
+    spec: str = "g"
+    better: Better = "none"
     nullable: bool = False  # None = "could not be measured" (the step never happened), never 0
     required: bool = False  # a row without it is unreadable
     #: the value of a row written before the field existed (applied by read_rows)
@@ -57,6 +69,39 @@ class Field:
     @property
     def short(self) -> str:
         return self.label or self.name
+
+    # --- how the field's values read in a table (pyperf keeps the formatter with the metadata's type) -------
+
+    def number(self, v: Any) -> str:
+        """A summarized number of the field (a median, a bound, a percentile) as `spec` writes it."""
+        return NO_VALUE if v is None else format(v, self.spec)
+
+    def median_text(self, med: Any, lo: Any, hi: Any) -> str:
+        """A median cell: the value when every row agrees, else `median (min..max)`."""
+        return self.number(lo) if lo == hi else f"{self.number(med)} ({self.number(lo)}..{self.number(hi)})"
+
+    def range_text(self, lo: Any, hi: Any) -> str:
+        return f"{self.number(lo)}..{self.number(hi)}"
+
+    def text(self, v: Any) -> str:
+        """One value (a trial's, a scorecard's median) as a page shows it: `-` when not measured, yes/no, a
+        number to `digits` decimals below 100 (a page lists thousands of them), else every digit."""
+        if v is None or v != v:  # None or NaN
+            return NO_VALUE
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, float):
+            short = self.digits is not None and v != int(v) and abs(v) < 100
+            return f"{v:.{self.digits}f}" if short else f"{v:g}"
+        return str(v)
+
+    def rank(self, v: Any) -> float:
+        """`v` as a sort key that puts the better value first (`better`); no value sorts last."""
+        if self.better == "none":
+            raise ValueError(f"{self.name!r} has no better direction to rank by")
+        if v is None or v != v:
+            return math.inf
+        return float(v) if self.better == "lower" else -float(v)
 
     def type_error(self, value: Any) -> str | None:
         """Why `value` is not a value of this field, or None."""
@@ -142,91 +187,95 @@ def _fields() -> Iterable[Field]:
 
     ms = {"unit": "ms", "nullable": True}
     yield measured("stop_return_ms", float, "stop", "how long `stop()` took to return", label="stop ms", digits=1,
-                   precise_only=True, **ms)
+                   precise_only=True, **ms, better="lower")
     yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
                    "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1,
-                   precise_only=True, **ms)
+                   precise_only=True, **ms, better="lower")
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
-                   precise_only=True, **ms)
+                   precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
-    yield measured("close_ok", bool, "stop", "`close()` returned without an error")
+    yield measured("close_ok", bool, "stop", "`close()` returned without an error", better="higher")
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
     yield measured("tokens_total", int, "model", "model tokens generated in the whole trial, resume included")
-    yield measured("tokens_after_stop", int, "model", "model tokens generated after the stop", label="tokens+", **n)
+    yield measured("tokens_after_stop", int, "model", "model tokens generated after the stop", label="tokens+",
+                   better="lower", **n)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
-                   **n)
+                   **n, better="lower")
 
     yield measured("effects_committed_total", int, "effects", "side effects committed in the whole trial")
     yield measured("effects_after_stop", int, "effects", "side effects committed after the stop (received before "
-                   "resume)", **n)
+                   "resume)", **n, better="lower")
     yield measured("effects_in_flight", int, "effects", "effects committed after the stop whose request was "
-                   "sent before it (in flight; the tools' send stamp, else the receipt)", label="in flight", **n)
+                   "sent before it (in flight; the tools' send stamp, else the receipt)", label="in flight",
+                   better="lower", **n)
     yield measured("effects_new", int, "effects", "effects committed after the stop whose request was sent after "
-                   "it (new)", label="new", **n)
+                   "it (new)", label="new", **n, better="lower")
     yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "
                    "`calendar`, `chat`)", **n)
     yield measured("effects_compensated", int, "effects", "effects committed after the stop and compensated "
                    "(recalled, closed, cancelled, deleted)", label="compensated", **n)
     yield measured("effects_leaked", int, "effects", "effects committed after the stop and never compensated",
-                   label="leaked", **n)
+                   label="leaked", **n, better="lower")
     yield measured("effects_aborted", int, "effects", "side effects received and never committed")
     yield measured("effect_duplicate_attempts", int, "effects", "calls answered from an earlier call with the same "
                    "`Idempotency-Key`")
 
     yield measured("threads_left", int, "alive", "new threads still running code after the stop, once the run "
-                   "went quiet", label="threads", **n)
+                   "went quiet", label="threads", **n, better="lower")
     yield measured("idle_pool_threads", int, "alive", "new threads parked idle in an executor's queue (counted "
                    "apart: they run nothing)", **n)
-    yield measured("tasks_left", int, "alive", "new asyncio tasks left after the stop", **n)
-    yield measured("children_left", int, "alive", "child processes left after the stop", **n)
-    yield measured("sockets_left", int, "alive", "new open sockets left after the stop", **n)
+    yield measured("tasks_left", int, "alive", "new asyncio tasks left after the stop", **n, better="lower")
+    yield measured("children_left", int, "alive", "child processes left after the stop", **n, better="lower")
+    yield measured("sockets_left", int, "alive", "new open sockets left after the stop", **n, better="lower")
     yield measured("orphans", int, "alive", "processes of the run alive after `close()` (the harness reaped them); "
-                   "null in a host crash trial (no close)", label="orphans", **n)
-    yield measured("orphan_rss_bytes", int, "alive", "the orphans' resident memory", unit="bytes", **n)
+                   "null in a host crash trial (no close)", label="orphans", **n, better="lower")
+    yield measured("orphan_rss_bytes", int, "alive", "the orphans' resident memory", unit="bytes", **n, better="lower")
     yield measured("orphan_cpu_s", float, "alive", "CPU seconds the orphans had used when the harness reaped them",
-                   unit="s", default=lambda row: None, **n)
+                   unit="s", default=lambda row: None, **n, better="lower")
     yield measured("crash_orphans", int, "alive", "host crash trials: processes of the run still running an "
                    "observation window after the host (the subject) was SIGKILLed; null when the host closed",
-                   label="crash orphans", default=lambda row: None, **n)
+                   label="crash orphans", default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_rss_bytes", int, "alive", "their resident memory at the window's end", unit="bytes",
-                   default=lambda row: None, **n)
+                   default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
-                   default=lambda row: None, **n)
-    yield measured("reaped", int, "alive", "processes the harness had to kill")
+                   default=lambda row: None, **n, better="lower")
+    yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "
-                   "audit hook in the subject)", **n)
+                   "audit hook in the subject)", **n, better="lower")
     yield measured("unattributed_requests", int, "alive", "reserved for requests that named no known run (the "
                    "runner reports those per run, not per row: always null)", **n)
 
     yield measured("resume_ok", bool, "resume", "`resume()` returned and the run reached its final answer; null "
-                   "without a resume", label="resume ok", nullable=True)
+                   "without a resume", label="resume ok", nullable=True, better="higher")
     yield measured("resume_error", str, "resume", "what `resume()` raised; `no resume` when the adapter has none",
                    nullable=True)
     yield measured("resume_llm_requests", int, "resume", "model requests received while resuming", **n)
     yield measured("resume_llm_replays", int, "resume", "model requests while resuming for a turn the model "
-                   "had already answered in full before it (asked again)", **n)
+                   "had already answered in full before it (asked again)", **n, better="lower")
     yield measured("resume_tokens", int, "resume", "model tokens spent resuming", **n)
     yield measured("resume_duplicate_effects", int, "resume", "logical effects (kind + arguments) committed before "
                    "`resume_started` that the resume committed again, each counted once, compensated ones left out "
-                   "(a call's phase is when the world received it); null when no resume started", label="dup", **n)
+                   "(a call's phase is when the world received it); null when no resume started", label="dup",
+                   better="lower", **n)
     yield measured("retry_duplicate_effects", int, "resume", "extra copies of a logical effect committed (not "
                    "compensated) within one phase, before the resume or within it: the agent retried a call, the "
                    "resume did not repeat it; rows written before it existed: null", label="retry dup",
-                   default=lambda row: None, **n)
+                   default=lambda row: None, **n, better="lower")
 
     yield measured("trigger_delay_ms", float, "trigger", "from the anchor event (or the planned time) to "
-                   "`stop_called`: the harness's precision", label="trigger ms", **ms)
+                   "`stop_called`: the harness's precision", label="trigger ms", spec=".2f", **ms, better="lower")
     yield measured("trigger_precise", bool, "trigger", f"the stop fired within {TRIGGER_TOLERANCE_MS:g} ms "
                    "(harness.clock.TRIGGER_TOLERANCE_MS) of its moment; false = fired late under load: counted, "
                    "and left out of timing medians", label="precise", nullable=True,
                    default=lambda row: None if row.get("trigger_delay_ms") is None
-                   else row["trigger_delay_ms"] <= TRIGGER_TOLERANCE_MS)
+                   else row["trigger_delay_ms"] <= TRIGGER_TOLERANCE_MS, better="higher")
 
     yield Field("cancel_tax_usd", float, "what the stop cost after it was pressed: tokens after stop, "
                 "compensations and orphan memory x time, priced by data/prices.yaml (computed by the report, "
-                "not stored)", "cost", "report", unit="usd", label="tax $", aggregation="median", digits=5)
+                "not stored)", "cost", "report", unit="usd", label="tax $", aggregation="median", digits=5,
+                better="lower")
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in _fields()}
@@ -234,6 +283,11 @@ FIELDS: dict[str, Field] = {f.name: f for f in _fields()}
 STORED = tuple(f.name for f in FIELDS.values() if f.source != "report")
 MEASURED = tuple(f.name for f in FIELDS.values() if f.source == "metrics")
 REQUIRED = tuple(f.name for f in FIELDS.values() if f.required)
+
+
+def ratio_text(k: int, n: int) -> str:
+    """A ratio cell: `k/N` rows where the field is true."""
+    return f"{k}/{n}"
 
 
 def field(name: str) -> Field:

@@ -24,6 +24,7 @@ from harness.results import schema
 from harness.results.evidence import read_evidence
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
+from harness.results.selection import CONDITION
 from harness.vocabulary import Mark
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -66,16 +67,6 @@ def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
                 for mode, text in modes.items():
                     texts[(found["name"], mode)] = str(text)
     return texts
-
-
-def _num(v: Any) -> str:
-    if v is None or v != v:  # None or NaN
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:g}" if v == int(v) or abs(v) >= 100 else f"{v:.1f}"
-    return str(v)
 
 
 def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,7 +118,7 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["num"] = _num
+    env.filters["field"] = lambda v, name: schema.field(name).text(v)  # `{{ v|field("lie_ms") }}`
     env.filters["slug"] = lambda s: slug(s)
     assets = out / "assets"
     assets.mkdir(parents=True, exist_ok=True)
@@ -175,7 +166,7 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
 
 def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, Any], text: str) -> Path:
     rows = df[(df["adapter"] == b["adapter"]) & (df["mode"] == b["mode"])].sort_values(
-        ["mitigation", "scenario", "offset", "tool_style", "rep"])
+        ["mitigation", *CONDITION, "rep"])
     raw = out / "raw"
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in b["adapter"])
     blob, found = _evidence_blob(out / "evidence" / f"{safe}.jsonl.gz", set(rows["trial_id"]))
@@ -185,11 +176,11 @@ def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, 
                        "offset": r["offset"], "tool_style": r["tool_style"], "mitigation": r["mitigation"],
                        "rep": r["rep"], "status": r["status"],
                        "reason": r["reason"] if isinstance(r["reason"], str) else "",
-                       "cells": [r.get(f) for f in TRIAL_FIELDS]})
+                       "cells": [schema.field(f).text(r.get(f)) for f in TRIAL_FIELDS]})
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
     page.write_text(env.get_template("button.html.j2").render(
         **common, root="../", framework=framework, b=b, text=text, trials=trials,
-        labels=[schema.label(f) or f for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
+        labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
         raw_file=f"../raw/{safe}.jsonl" if (raw / f"{safe}.jsonl").exists() else None))
     return page
 
