@@ -206,15 +206,31 @@ def cmd_reap(args: argparse.Namespace) -> int:
 
 
 def cmd_new_adapter(args: argparse.Namespace) -> int:
+    """Into the checkout's adapters/ (found by name from then on), or into `--dir` (loaded by import path). An
+    installed stopbench (a built wheel, not `pip install -e`) has no adapters/ of the user's: it refuses to write
+    into site-packages and says what to do instead."""
+    from harness.contract.registry import ADAPTERS_DIR
     from harness.contract.skeleton import write_skeleton
 
+    module = args.name.replace("-", "_")
+    if args.dir is None and harness.PACKAGE != "harness":
+        raise UsageError(
+            f"stopbench is installed as a package ({Path(harness.__file__).parent.parent}), and a new adapter does "
+            "not belong in it: the next install would remove it. To add a framework to stopbench, install your "
+            f"checkout editable (`pip install -e .` in it), then `stopbench new-adapter {args.name}` writes "
+            f"adapters/{module}/ there. For an adapter of your own: `stopbench new-adapter {args.name} --dir DIR`, "
+            f"then `PYTHONPATH=DIR stopbench test-adapter {module}.adapter:ADAPTER`.")
+    folder = Path(args.dir) if args.dir else ADAPTERS_DIR
     try:
-        written = write_skeleton(args.name, Path(args.dir))
+        written = write_skeleton(args.name, folder)
     except (ValueError, FileExistsError) as e:
         raise UsageError(str(e)) from e
     for path in written:
         print(path)
-    print(f"next: stopbench test-adapter {args.name}   (then fill in the TODOs)")
+    found_by_name = folder.resolve() == ADAPTERS_DIR.resolve()
+    test = (f"stopbench test-adapter {args.name}" if found_by_name
+            else f"PYTHONPATH={folder} stopbench test-adapter {module}.adapter:ADAPTER")
+    print(f"next: {test}   (then fill in the TODOs)")
     return 0
 
 
@@ -319,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     na = sub.add_parser("new-adapter", help="write the skeleton of a new adapter")
     na.add_argument("name")
-    na.add_argument("--dir", default=str(Path(__file__).resolve().parent.parent / "adapters"))
+    na.add_argument("--dir", help="where its folder goes (default: the adapters/ of this checkout of stopbench; "
+                    "required when stopbench is installed as a package)")
     na.set_defaults(func=cmd_new_adapter)
 
     ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter")

@@ -4,6 +4,7 @@ virtualenv, runs `stopbench list`, one reference trial (MCP tools) and the pytes
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -69,3 +70,35 @@ def test_a_fresh_virtualenv_runs_list_a_trial_and_the_plugin_example(wheel, tmp_
     shutil.copytree(REPO / "examples" / "openai_agent", tmp_path / "example" / "openai_agent")
     done = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "openai_agent", cwd=tmp_path / "example")
     assert "3 passed, 1 xfailed" in done.stdout
+
+
+def test_a_newcomer_adds_an_adapter_with_the_wheel_installed_inside_a_checkout(wheel, tmp_path):
+    """In a checkout, its `stopbench/` folder sits where `python -m stopbench...` looks first: the installed
+    package's world, subjects and MCP servers start with -P, so the folder cannot stand in for it; new-adapter
+    does not write into site-packages, and says what to do instead."""
+    venv = tmp_path / "venv"
+    _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
+    python = str(venv / "bin" / "python")
+    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), "pytest", "pytest-timeout",
+         "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
+    stopbench = str(venv / "bin" / "stopbench")
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "stopbench", checkout / "stopbench", ignore=shutil.ignore_patterns("__pycache__"))
+    refused = subprocess.run([stopbench, "new-adapter", "acme-agents"], cwd=checkout, capture_output=True, text=True)
+    site = Path(subprocess.run([python, "-c", "import stopbench, os; print(os.path.dirname(stopbench.__file__))"],
+                               cwd=tmp_path, capture_output=True, text=True).stdout.strip())
+    assert refused.returncode == 2 and not (site / "adapters" / "acme_agents").exists(), refused.stdout
+    assert refused.stderr == (
+        f"stopbench new-adapter: error: stopbench is installed as a package ({site}), and a new adapter does not "
+        "belong in it: the next install would remove it. To add a framework to stopbench, install your checkout "
+        "editable (`pip install -e .` in it), then `stopbench new-adapter acme-agents` writes adapters/acme_agents/ "
+        "there. For an adapter of your own: `stopbench new-adapter acme-agents --dir DIR`, then "
+        "`PYTHONPATH=DIR stopbench test-adapter acme_agents.adapter:ADAPTER`.\n")
+    mine = tmp_path / "mine"
+    written = _run(stopbench, "new-adapter", "acme-agents", "--dir", str(mine), cwd=checkout).stdout
+    assert written.splitlines()[-1] == (f"next: PYTHONPATH={mine} stopbench test-adapter acme_agents.adapter:ADAPTER"
+                                        "   (then fill in the TODOs)")
+    tested = subprocess.run([stopbench, "test-adapter", "acme_agents.adapter:ADAPTER", "--", "-p", "no:cacheprovider"],
+                            cwd=checkout, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(mine)})
+    assert tested.returncode == 0 and "4 passed" in tested.stdout, tested.stdout[-3000:] + tested.stderr[-2000:]

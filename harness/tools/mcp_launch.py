@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 
-from harness import PACKAGE
+from harness import python_module
 
 #: the variants, in the report's order; `direct` is the default and keeps trial ids as they were
 LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
@@ -54,14 +54,15 @@ def split_label(label: str) -> tuple[str, str]:
 
 def server_command(launch: str, server_args: list[str]) -> tuple[str, list[str]]:
     """(command, args) to hand the framework's MCP client: the server's own arguments after the module."""
-    server = [sys.executable, "-m", f"{PACKAGE}.tools.mcp_server", *server_args]
+    server = [*python_module("tools.mcp_server"), *server_args]
     if launch == "direct":
         return server[0], server[1:]
     if launch in ("deaf", "stubborn"):
         stubborn = ["--on-sigterm", "ignore"] if launch == "stubborn" else []
         return server[0], [*server[1:], "--on-eof", "stay", *stubborn]
     if launch == "launcher":
-        return sys.executable, ["-m", f"{PACKAGE}.tools.mcp_launch", *server_args]
+        launcher = python_module("tools.mcp_launch")
+        return launcher[0], [*launcher[1:], *server_args]
     raise LaunchError(f"--mcp-launch {launch!r}: give one of {', '.join(LAUNCHES)}")
 
 
@@ -78,7 +79,7 @@ def launcher_main(server_args: list[str]) -> int:
     from harness.tools.loopback_http import post_json
 
     run_url = _run_url(server_args)
-    server = [sys.executable, "-m", f"{PACKAGE}.tools.mcp_server", *server_args]
+    server = [*python_module("tools.mcp_server"), *server_args]
     shell = subprocess.Popen([SHELL, "-c", '"$@"; exit $?', "sh", *server])  # stdin/stdout inherited
     for pid, role in ((os.getpid(), "mcp_launcher"), (shell.pid, "mcp_shell")):
         asyncio.run(post_json(f"{run_url}/processes", {"pid": pid, "role": role}, timeout_s=10))

@@ -13,12 +13,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from harness import PACKAGE
+from harness import python_module
 from harness.contract.adapter import Adapter
 from harness.owner import OWNER_ENV, run_marker
 from harness.results import metrics
@@ -128,7 +127,7 @@ class RunningTrial:
                     os._exit(code)
         else:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", f"{PACKAGE}.trial.spawned", self.plan.to_json(), str(write_fd),
+                [*python_module("trial.spawned"), self.plan.to_json(), str(write_fd),
                  json.dumps(scenario.raw)],
                 pass_fds=[write_fd], start_new_session=True,
                 env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid())},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from harness import PACKAGE
+from harness import python_module
 from harness.owner import OWNER_ENV, world_marker
 from harness.scenario import DEFAULT_SCENARIOS_DIR
 
@@ -36,7 +35,7 @@ class WorldProcess:
         # stderr to a file, not a pipe: nobody reads it during a run, and a full pipe would stall the world
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", f"{PACKAGE}.world", "--port", str(self.port),
+            [*python_module("world"), "--port", str(self.port),
              "--scenarios", str(self.scenarios_dir)],
             stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True,
             start_new_session=True,  # a terminal's Ctrl-C goes to the runner, which then ends the world in order
