@@ -90,7 +90,7 @@ def orphans_seen(df) -> tuple[str, str]:
     main_orph = main[main["orphans"].fillna(0) > 0]
     total += int(main["orphans"].notna().sum())
     orphaned += len(main_orph)
-    who = sorted({f"{a}/{m}/{t}" for a, m, t in main_orph[["adapter", "mode", "tool_style"]].values})
+    who = sorted({f"{a}/{m}/{t}" for a, m, t in main_orph[[*BUTTON, "tool_style"]].values})
     parts.append(f"main matrix after close(): {len(main_orph)}/{int(main['orphans'].notna().sum())}"
                  + (f" ({', '.join(who)})" if who else ""))
     wild = orphan_rows(df)

@@ -21,6 +21,7 @@ from harness.results.selection import (
     BUTTON_MITIGATION,
     CONDITION,
     MOMENT,
+    STATUSES,
     in_main_matrix,
     is_anchored,
     is_late,
@@ -76,10 +77,10 @@ def summary(df) -> Any:
     out = []
     for (adapter, mode), g in df.groupby(list(BUTTON), sort=True):
         ok = g[is_ok(g)]
+        statuses = g["status"].value_counts()
         out.append({
             "adapter": adapter, "mode": mode, "trials": len(g), "ok": len(ok),
-            "hung": int((g["status"] == "hung").sum()), "failed": int((g["status"] == "failed").sum()),
-            "runaway": int((g["status"] == "runaway").sum()), "skipped": int((g["status"] == "skipped").sum()),
+            **{status: int(statuses.get(status, 0)) for status in STATUSES if status != "ok"},
             "late stop": int(is_late(g).sum()), **cells(ok, SUMMARY),
         })
     return pd.DataFrame(out)
@@ -202,8 +203,8 @@ def numeric_summary(df) -> Any:
         ok = g[is_ok(g)]
         line: dict[str, Any] = {"framework": g["framework"].iloc[0], "adapter": adapter, "mode": mode,
                                 "mitigation": mitigation, "trials": len(g)}
-        for status in ("ok", "hung", "failed", "runaway", "skipped"):
-            line[status] = int((g["status"] == status).sum())
+        statuses = g["status"].value_counts()
+        line.update({status: int(statuses.get(status, 0)) for status in STATUSES})
         line["late_stop"] = int(is_late(g).sum())
         for name in SUMMARY:
             nums = pd.to_numeric(values(ok, name), errors="coerce").dropna()

@@ -215,7 +215,8 @@ def _fields() -> Iterable[Field]:
     yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "
                    "`calendar`, `chat`)", **n)
     yield measured("effects_compensated", int, "effects", "effects committed after the stop and compensated "
-                   "(recalled, closed, cancelled, deleted)", label="compensated", **n)
+                   "(recalled, closed, cancelled, deleted)", label="compensated",
+                   better="lower", **n)
     yield measured("effects_leaked", int, "effects", "effects committed after the stop and never compensated",
                    label="leaked", **n, better="lower")
     yield measured("effects_aborted", int, "effects", "side effects received and never committed")

@@ -35,7 +35,7 @@ def button(g, cap: dict[str, Any]) -> dict[str, Any]:
         "effects_leaked": median(values(ok, "effects_leaked")),
         "effects_leaked_total": int(numbers(g, "effects_leaked").fillna(0).sum()),
         "hung": int((g["status"] == "hung").sum()),
-        "not_ok": int((g["status"] != "ok").sum()),
+        "not_ok": int((~is_ok(g)).sum()),
         "processes_left": int((numbers(g, "orphans") > 0).sum()),
         "threads_left": int((numbers(g, "threads_left") > 0).sum()),
         "resumed": len(resumed),

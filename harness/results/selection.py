@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+#: a trial's status (harness/results/metrics.py `status`), in the order tables count them
+STATUSES = ("ok", "hung", "failed", "runaway", "skipped")
 #: one framework's stop button: a line of the summary, the capability table and the scorecard
 BUTTON = ("adapter", "mode")
 #: a button with the harness-side mitigation it ran with: a line of `stopbench compare` and summary.csv

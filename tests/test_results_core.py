@@ -1,0 +1,82 @@
+"""One results core: the trial cell and the row filters defined once (harness/results/selection.py), each
+field's format and better direction declared by the schema, a report's capability rows computed once, and the
+step a trial went wrong in read from its row."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.results import capability, schema
+from harness.results.capability import capability_row
+from harness.results.report import write_report
+from tests.test_compare import row
+from tests.test_history import PROVENANCE
+from tests.test_known_verdicts import row as verdict_row
+
+RESULTS = Path(__file__).resolve().parents[1] / "harness" / "results"
+
+
+def test_a_field_declares_how_its_values_read_and_which_way_is_better():
+    lie, tokens, trigger = (schema.field(n) for n in ("lie_ms", "tokens_after_stop", "trigger_delay_ms"))
+    # one trial's value: to the field's digits below 100, every digit above; `-` when not measured
+    assert [lie.text(v) for v in (5.04, 150.125, 3.0, None, float("nan"))] == ["5.0", "150.125", "3", "-", "-"]
+    assert (tokens.text(12), tokens.text(12.5), schema.field("resume_ok").text(False)) == ("12", "12.5", "no")
+    # a summary: every digit of the median of the rounded values, the bounds when the rows disagree
+    assert (lie.median_text(1.25, 1.2, 1.3), lie.median_text(2.0, 2.0, 2.0)) == ("1.25 (1.2..1.3)", "2")
+    assert (trigger.number(1.234), trigger.number(None)) == ("1.23", "-")  # its spec: 0.01 ms
+    # better first, an unmeasured value last, whichever the direction
+    assert sorted([3, None, 1], key=tokens.rank) == [1, 3, None]
+    assert sorted([False, None, True], key=schema.field("resume_ok").rank) == [True, False, None]
+    with pytest.raises(ValueError, match="no better direction"):
+        schema.field("tokens_total").rank(1)
+    # every field a table shows by its label is a score with a direction
+    assert [f.name for f in schema.FIELDS.values() if f.label and f.better == "none"] == []
+
+
+def test_the_trial_cell_and_the_row_filters_are_defined_only_in_selection():
+    """No other results module reads `offset_kind`, tells ok or skipped rows apart by their status, or spells
+    out a trial cell's fields."""
+    own = {"selection.py", "schema.py", "metrics.py"}  # the definitions, and the writer of `status`
+    found = []
+    for path in sorted(RESULTS.glob("*.py")):
+        text = path.read_text()
+        if path.name in own:
+            continue
+        found += [f"{path.name}: offset_kind" for _ in [0] if "offset_kind" in text]
+        found += [f"{path.name}: {m}" for m in re.findall(r'\["status"\]\s*[!=]=\s*"(?:ok|skipped)"', text)]
+        found += [f"{path.name}: {m}" for m in re.findall(r'[\[(]"(?:adapter", "mode|scenario", "offset)"', text)]
+        found += [f"{path.name}: {m}" for m in re.findall(r"^CELL = [\[(]\"", text, re.M)]
+    assert found == []
+
+
+def test_a_report_computes_each_buttons_capability_row_once(tmp_path, monkeypatch):
+    raw = tmp_path / "results" / "raw"
+    raw.mkdir(parents=True)
+    tokens = [1, 2, 4, 8, 16, 32]
+    rows = [{**row(i, 0, offset=f"on:effect_received:email:{i // 3 + 1}"), **PROVENANCE, "tokens_after_stop": t}
+            for i, t in enumerate(tokens)]
+    (raw / "fw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = []
+    real = capability.capability_row
+    monkeypatch.setattr(capability, "capability_row", lambda g: calls.append(len(g)) or real(g))
+    write_report(tmp_path / "results", tmp_path / "results")
+    assert calls == [6]  # the capability table and the scorecard read the same row
+    # the card and the summary take the same median, each written by the field's format
+    card = json.loads((tmp_path / "results" / "summary.json").read_text())["scorecard"][0]["best"]
+    assert card["tokens_after_stop"] == 6.0
+    assert '<td class="n">6</td>' in (tmp_path / "results" / "index.html").read_text()
+    assert "| 6 (1..32) |" in (tmp_path / "results" / "README.md").read_text()
+
+
+def test_the_step_a_trial_went_wrong_in_is_read_from_its_row_not_from_its_reason():
+    """A reason that names no step (free text) with `failed_step` close: the stop itself worked."""
+    df = pd.DataFrame([{**verdict_row(), "failed_step": None},
+                       {**verdict_row(status="hung", reason="the subject did not answer"), "failed_step": "close"}])
+    assert capability_row(df)["can abort"] == "hangs (1/2)"  # read by what it measured: it aborted
+    df.loc[1, "failed_step"] = "stop"
+    assert capability_row(df)["can abort"] == "no (1/2: 1 hung in stop); hangs (1/2)"
