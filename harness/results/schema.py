@@ -335,7 +335,7 @@ TABLE_END = "<!-- end of row fields -->"
 
 def markdown_table() -> str:
     """The field table README.md shows under "How to read a row", between its two markers."""
-    lines = [TABLE_BEGIN, "", "| group | field | type | unit | column | meaning |", "|" + " --- |" * 6]
+    lines = [TABLE_BEGIN, "", "| group | field | type | unit | column | better | meaning |", "|" + " --- |" * 7]
     group = None
     for f in FIELDS.values():
         typ = TYPE_NAMES[f.type] + (" or null" if f.nullable else "")
@@ -343,7 +343,8 @@ def markdown_table() -> str:
         group = f.group
         column = f"{f.label} ({f.aggregation})" if f.label else ""
         unit = "" if f.unit == "none" else f.unit
-        lines.append(f"| {shown} | `{f.name}` | {typ} | {unit} | {column} | {f.meaning} |")
+        better = "" if f.better == "none" else f.better
+        lines.append(f"| {shown} | `{f.name}` | {typ} | {unit} | {column} | {better} | {f.meaning} |")
     return "\n".join([*lines, "", TABLE_END])
 
 
