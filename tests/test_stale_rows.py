@@ -7,10 +7,12 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import shutil
 import textwrap
 from pathlib import Path
 
 from harness.contract.registry import load_adapter
+from harness.results.evidence import find_trial, merge_evidence
 from harness.results.rows import merge, raw_file, read_rows
 from harness.trial.runner import RunOptions, run_matrix
 from harness.trial.staleness import adapter_digest, adapter_files
@@ -35,6 +37,9 @@ def test_rows_of_other_code_are_rerun_and_counted(tmp_path):
     by_offset["at:60ms"]["versions"] = {"httpx": "0.1.0"}  # on another framework release
     del by_offset["at:70ms"]["adapter_digest"]  # written before the digest existed
     raw.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    before = tmp_path / "before"
+    shutil.copytree(tmp_path / "raw", before / "raw")
+    shutil.copytree(tmp_path / "evidence", before / "evidence")
 
     again, log = _run(tmp_path, ["at:50ms", "at:60ms", "at:70ms"])
     assert sorted(r["offset"] for r in again) == ["at:50ms", "at:60ms", "at:70ms"]
@@ -43,6 +48,11 @@ def test_rows_of_other_code_are_rerun_and_counted(tmp_path):
     assert len(raw.read_text().splitlines()) == 6  # append-only: the old rows stay in the file
     rows, bad = read_rows([raw])
     assert not bad and sorted(r["run_id"] for r in rows) == sorted(r["run_id"] for r in again)
+    merged = tmp_path / "merged"
+    merge([before, tmp_path], merged)
+    assert merge_evidence([before, tmp_path], merged) == {"known-leaks-one-email.jsonl.gz": 3}
+    for folder in (tmp_path, merged):  # the evidence of a trial is its newest row's
+        assert {find_trial(folder, r["trial_id"])["run_id"] for r in rows} == {r["run_id"] for r in again}
 
     third, log = _run(tmp_path, ["at:50ms", "at:60ms", "at:70ms"])
     assert third == [] and "measured on other code" not in log and "3 already in" in log

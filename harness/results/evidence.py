@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.results.rows import raw_file
+from harness.results.rows import raw_file, raw_files, read_rows
 from harness.vocabulary import Event, Mark
 
 
@@ -97,30 +97,37 @@ def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def find_trial(out_dir: Path, trial: str) -> dict[str, Any] | None:
-    """The record whose trial_id or run_id is `trial` (a unique prefix of a trial_id is enough)."""
-    hits = []
+    """The record whose run_id is `trial`, or the newest of the trial whose trial_id is `trial` (a unique prefix
+    of a trial_id is enough): records are appended as trials finish, so a trial rerun on other code has its
+    newest last."""
+    hits: dict[str, dict[str, Any]] = {}
     for path in sorted((out_dir / "evidence").glob("*.jsonl.gz")):
         for record in read_evidence(path):
-            if trial in (record["trial_id"], record["run_id"]):
+            if trial == record["run_id"]:
                 return record
             if record["trial_id"].startswith(trial):
-                hits.append(record)
-    return hits[0] if len(hits) == 1 else None
+                hits[record["trial_id"]] = record
+    if trial in hits:
+        return hits[trial]
+    return next(iter(hits.values())) if len(hits) == 1 else None
 
 
 def merge_evidence(sources: list[Path], out: Path) -> dict[str, int]:
-    """The sources' evidence into `out` (as `stopbench merge` does rows): per file, records of trials not
-    there yet, in the order the sources are given. Returns how many records each file gained."""
+    """The sources' evidence into `out`, after `stopbench merge` has merged the rows: per file, the records not
+    there yet (by run_id) of the rows `out` reads, the newest of each trial (every record when `out` has no rows).
+    Returns how many records each file gained."""
+    rows, _ = read_rows(raw_files(out)) if (out / "raw").is_dir() else ([], [])
+    wanted = {r["run_id"] for r in rows} or None
     added: dict[str, int] = {}
     for src in sources:
         for path in sorted((src / "evidence").glob("*.jsonl.gz")):
             target = out / "evidence" / path.name
-            done = {r["trial_id"] for r in read_evidence(target)} if target.exists() else set()
+            done = {r["run_id"] for r in read_evidence(target)} if target.exists() else set()
             added.setdefault(path.name, 0)
             for record in read_evidence(path):
-                if record["trial_id"] not in done:
+                if (wanted is None or record["run_id"] in wanted) and record["run_id"] not in done:
                     append_evidence(target, record["trial_id"], record["run_id"], record["events"])
-                    done.add(record["trial_id"])
+                    done.add(record["run_id"])
                     added[path.name] += 1
     return added
 
