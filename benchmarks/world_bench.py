@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from harness.scenario import parse_offset
 from harness.trial.world_client import WorldClient, WorldProcess
 
 RESULTS = Path(__file__).resolve().parent / "results" / "world.json"
@@ -150,7 +151,7 @@ def anchor_delay(wc: WorldClient, trials: int, anchor_token: int) -> dict[str, A
     scenario = inline(anchor_token + 10, 2000, 0, name="anchor_bench")
     from_anchor, from_token = [], []
     for _ in range(trials):
-        run = wc.create_run(scenario, stop_anchor=f"on:token:{anchor_token}")
+        run = wc.create_run(scenario, stop_anchor=parse_offset(f"on:token:{anchor_token}"))
         listener = StopListener(f"{run['services_base_url']}/control")
         listener.start()
         if not listener.opened.wait(10) or listener.error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,46 +32,92 @@ DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 DEFAULT_OBSERVE_MS = 2000.0
 MAX_OBSERVE_MS = 300_000.0
 
+#: the events a stop can be anchored at: the model's (the N-th request, the N-th token), and a side effect's
+#: (the N-th of one kind received, or committed)
+MODEL_ANCHORS = ("llm_request", "token")
+EFFECT_ANCHORS = ("effect_received", "effect_committed")
+
 _OFFSET_RE = re.compile(
     r"^(?:at:(?P<ms>\d+(?:\.\d+)?)ms"
-    r"|on:(?P<event>llm_request|token):(?P<n>[1-9]\d*)"
-    r"|on:(?P<effect_event>effect_received|effect_committed):(?P<kind>[a-z]+)(?::(?P<en>[1-9]\d*))?)$"
+    rf"|on:(?P<event>{'|'.join(MODEL_ANCHORS)}):(?P<n>[1-9]\d*)"
+    rf"|on:(?P<effect_event>{'|'.join(EFFECT_ANCHORS)}):(?P<kind>[a-z]+)(?::(?P<en>[1-9]\d*))?)$"
 )
+OFFSET_FORMS = ("at:<N>ms, on:llm_request:N, on:token:N, on:effect_received:KIND[:N] or "
+                "on:effect_committed:KIND[:N]")
 
 
 class ScenarioError(ValueError):
     """A scenario (file or inline) is malformed; the message names the file and the field."""
 
 
+#: an offset's kind, as rows' `offset_kind` says it: a stop at an event anchor, or at a time after the start
+OFFSET_KINDS = ("event", "time")
 #: which offsets a run or a compare takes (`--anchors`): event-anchored trials' counts must agree run to run
-ANCHOR_KINDS = ("all", "event", "time")
+ANCHOR_KINDS = ("all", *OFFSET_KINDS)
 
 
 @dataclass(frozen=True)
 class Offset:
-    """When the stop is pressed: a time after the run starts, or an event the world observes."""
+    """When the stop is pressed: a time after the run starts, or an event the world observes.
+
+    Parsed once from its text where it comes in (a scenario file, `--offset`, `run_trial`: `parse_offset`);
+    from there it travels as this object, and as its data (`to_data` / `from_data`: typed fields, never the
+    text to parse again) to the world and to a spawned subject. `text` is kept as written: rows and trial ids
+    carry it."""
 
     text: str
-    at_ms: float | None = None
-    event: str | None = None  # llm_request | token | effect_received | effect_committed
-    kind: str | None = None  # effect kind for effect anchors
-    n: int = 1
+    at_ms: float | None = None  # a time offset: ms after start() is called
+    event: str | None = None  # an event anchor: one of MODEL_ANCHORS or EFFECT_ANCHORS
+    effect: str | None = None  # the effect kind of an EFFECT_ANCHORS anchor (`email`, `pr`, ...)
+    n: int = 1  # the N-th such event
 
     @property
     def is_event(self) -> bool:
         return self.event is not None
 
-    def matches(self, event: str, kind: str | None, count: int) -> bool:
-        return self.event == event and (self.kind is None or self.kind == kind) and count == self.n
+    @property
+    def kind(self) -> str:
+        """`event` or `time` (OFFSET_KINDS), as a row's `offset_kind` says it."""
+        return "event" if self.is_event else "time"
+
+    def matches(self, event: str, effect: str | None, count: int) -> bool:
+        """The world's test, on every anchorable event: is this the N-th event the stop is anchored at?"""
+        return self.event == event and (self.effect is None or self.effect == effect) and count == self.n
+
+    def to_data(self) -> dict[str, Any]:
+        """The offset as JSON (for POST /runs `stop_anchor`, a spawned subject's plan): `from_data` reads it back."""
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: Any, where: str = "offset") -> Offset:
+        """An offset from its data (`to_data`), its fields checked as a scenario's are."""
+        if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)} or not isinstance(
+                data.get("text"), str):
+            raise ScenarioError(f"{where}: expected an offset's data {{text, at_ms | event, effect?, n}} "
+                                f"(harness.scenario.Offset.to_data), got {str(data)[:80]!r}")
+        text, at_ms, event, effect, n = (data.get(k) for k in ("text", "at_ms", "event", "effect", "n"))
+        n = 1 if n is None else n
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ScenarioError(f"{where}.n: expected an integer >= 1, got {n!r}")
+        if event is None:
+            if not isinstance(at_ms, (int, float)) or isinstance(at_ms, bool) or not at_ms >= 0 or effect or n != 1:
+                raise ScenarioError(f"{where}: a time offset has at_ms >= 0 and no event, effect or n, got {data!r}")
+            return cls(text=text, at_ms=float(at_ms))
+        if event not in (*MODEL_ANCHORS, *EFFECT_ANCHORS) or at_ms is not None:
+            raise ScenarioError(f"{where}.event: {event!r} is not one of {', '.join((*MODEL_ANCHORS, *EFFECT_ANCHORS))}"
+                                " (and an event anchor has no at_ms)")
+        if event in EFFECT_ANCHORS and effect not in EFFECT_KINDS:
+            raise ScenarioError(f"{where}.effect: {effect!r} is not one of {', '.join(EFFECT_KINDS)}")
+        if event in MODEL_ANCHORS and effect is not None:
+            raise ScenarioError(f"{where}.effect: {event} anchors have no effect kind, got {effect!r}")
+        return cls(text=text, event=event, effect=effect, n=n)
 
 
 def parse_offset(text: str, where: str = "offset") -> Offset:
+    """An offset from its text (at the edge: a scenario file, the command line, run_trial)."""
     m = _OFFSET_RE.match(str(text).strip())
     if not m:
-        raise ScenarioError(
-            f"{where}: {text!r} is not an offset; expected at:<N>ms, on:llm_request:N, on:token:N, "
-            "on:effect_received:KIND[:N] or on:effect_committed:KIND[:N]"
-        )
+        raise ScenarioError(f"{where}: {text!r} is not an offset; expected {OFFSET_FORMS}")
     if m.group("ms") is not None:
         return Offset(text=text, at_ms=float(m.group("ms")))
     if m.group("event"):
@@ -79,7 +125,7 @@ def parse_offset(text: str, where: str = "offset") -> Offset:
     kind = m.group("kind")
     if kind not in EFFECT_KINDS:
         raise ScenarioError(f"{where}: effect kind {kind!r} is not one of {', '.join(EFFECT_KINDS)}")
-    return Offset(text=text, event=m.group("effect_event"), kind=kind, n=int(m.group("en") or 1))
+    return Offset(text=text, event=m.group("effect_event"), effect=kind, n=int(m.group("en") or 1))
 
 
 @dataclass(frozen=True)

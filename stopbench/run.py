@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.results.evidence import evidence_file, read_evidence
 from harness.results.metrics import TrialView
-from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenarios, parse_offset
+from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, load_scenarios, parse_offset
 from harness.trial.runner import RunOptions, run_matrix
 from stopbench.agent import AgentContext, agent_adapter
 from stopbench.result import TrialResult
@@ -25,15 +25,16 @@ def event_anchors(scenario: str = "q3_report", scenarios_dir: Path | None = None
 
 
 def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_report",
-              offset: str = "on:effect_received:email", stop: str = "event", tool_style: str = "async",
+              offset: str | Offset = "on:effect_received:email", stop: str = "event", tool_style: str = "async",
               observe_ms: float | None = None, world_url: str | None = None, out: Path | None = None,
               scenarios_dir: Path | None = None) -> TrialResult:
     """One trial of `agent` (see stopbench.agent): the stop pressed at `offset` by `stop` (`event` or `cancel`),
-    observed until the run is quiet and at least `observe_ms` after the stop. `world_url`: a running world
-    (the pytest plugin's); `out`: where the row and its evidence are written (a temporary folder if None);
+    observed until the run is quiet and at least `observe_ms` after the stop (`offset`: its text, parsed here
+    once, or an Offset). `world_url`: a running world (the pytest plugin's); `out`: where the row and its
+    evidence are written (a temporary folder if None);
     `scenarios_dir`: a folder of your own scenarios (e.g. one whose `tools:` are your agent's tools)."""
     adapter = agent_adapter(agent)
-    at = parse_offset(offset)
+    at = offset if isinstance(offset, Offset) else parse_offset(offset, "offset")
     with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
         folder = Path(out or tmp)
         log = io.StringIO()

@@ -11,13 +11,14 @@ KA = "tests.known_answer.orphans:"
 def test_each_launch_variant_leaves_its_known_survivors_after_close_and_after_a_host_crash(tmp_path):
     rows = run(KA + "EndsDirectChildOnly", tmp_path, offsets=["at:1500ms"], tool_styles=["mcp"],
                mcp_launches=["direct", "launcher", "deaf", "stubborn"], hosts=["close", "crash"], jobs=4)
-    got = {(r["tool_style"], r["host"]): r for r in rows}
+    assert {r["tool_style"] for r in rows} == {"mcp"}  # the launch is a field of its own
+    got = {(r["mcp_launch"], r["host"]): r for r in rows}
     assert all(r["status"] == "ok" for r in rows), [(k, r["reason"]) for k, r in got.items() if r["status"] != "ok"]
     after_close = {k[0]: (r["orphans"], r["reaped"]) for k, r in got.items() if k[1] == "close"}
-    assert after_close == {"mcp": (0, 0), "mcp+launcher": (2, 2), "mcp+deaf": (0, 0), "mcp+stubborn": (1, 1)}
+    assert after_close == {"direct": (0, 0), "launcher": (2, 2), "deaf": (0, 0), "stubborn": (1, 1)}
     after_crash = {k[0]: (r["crash_orphans"], r["reaped"]) for k, r in got.items() if k[1] == "crash"}
-    assert after_crash == {"mcp": (0, 0), "mcp+launcher": (0, 0), "mcp+deaf": (1, 1), "mcp+stubborn": (1, 1)}
-    for (_style, host), r in got.items():
+    assert after_crash == {"direct": (0, 0), "launcher": (0, 0), "deaf": (1, 1), "stubborn": (1, 1)}
+    for (_launch, host), r in got.items():
         if host == "crash":
             assert r["orphans"] is None and r["resume_ok"] is None  # no close, no resume: not measured
             assert (r["crash_orphan_rss_bytes"] > 5_000_000) == (r["crash_orphans"] > 0)
@@ -62,7 +63,7 @@ def test_a_stop_that_hung_still_counts_the_processes_it_left():
     from harness.results.orphans import orphan_table
 
     cell = {"adapter": "fw", "mode": "cancel", "scenario": "q3_report", "offset": "on:effect_received:email",
-            "tool_style": "mcp+deaf", "mitigation": "none"}
+            "tool_style": "mcp", "mcp_launch": "deaf", "mitigation": "none"}
     close = [{**cell, "host": "close", "status": s, "orphans": n, "orphan_rss_bytes": n * 23.7e6,
               "orphan_cpu_s": 0.01 * n} for s, n in (("hung", 1), ("hung", 1), ("ok", 0))]
     crash = [{**cell, "host": "crash", "status": s, "crash_orphans": n, "crash_orphan_rss_bytes": None if n is None

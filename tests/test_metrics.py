@@ -262,17 +262,28 @@ def test_a_metric_must_be_declared_once_as_measured():
 
 
 def test_status():
+    """Each way a trial ends, with its reason and the step it went wrong in (`failed_step`: a field of its own,
+    the step the reason names; none when no step is to blame)."""
     ok = stopped().events
-    assert metrics.status(ok, 0, None, None) == ("ok", None)
+    assert metrics.status(ok, 0, None, None) == ("ok", None, None)
     assert metrics.status(stopped(100, None).events, 0, None, None) == (
-        "failed", "the trial never reached stop_returned")
+        "failed", "the trial never reached stop_returned", None)
     hung = stopped().mark(200, Mark.HUNG, {"step": "stop", "seconds": 5}).events
-    assert metrics.status(hung, 0, None, None) == ("hung", "'stop' overran 5s")
+    assert metrics.status(hung, 0, None, None) == ("hung", "'stop' overran 5s", "stop")
+    wait = stopped().mark(200, Mark.HUNG, {"step": "wait", "seconds": 5, "note": "the job did not end"}).events
+    assert metrics.status(wait, 0, None, None) == ("hung", "'wait' overran 5s: the job did not end", "wait")
     err = stopped().mark(200, Mark.ERROR, {"step": "resume", "error": "boom"}).events
-    assert metrics.status(err, 0, None, None) == ("failed", "resume: boom")
-    assert metrics.status(ok, 0, None, "settle")[0] == "hung"
+    assert metrics.status(err, 0, None, None) == ("failed", "resume: boom", "resume")
+    assert metrics.status(ok, 0, None, "settle") == ("hung", "watchdog ended the subject during 'settle'", "settle")
+    loud = stopped().mark(300, Mark.SETTLE_RESUME, {"quiet": False, "deadline_s": 10}).events
+    assert metrics.status(loud, 0, None, None) == (
+        "runaway", "'settle_resume': the run was not quiet 10s after the observation floor", "settle_resume")
+    assert metrics.status(ok, 0, "MemoryError", None) == ("failed", "subject crashed: MemoryError", None)
+    assert metrics.status(ok, 3, None, None) == ("failed", "subject exited with 3 before finishing", None)
     skipped = Ledger().mark(5, Mark.SKIPPED, {"reason": "job ended first"}).events
-    assert metrics.status(skipped, 0, None, None) == ("skipped", "job ended first")
+    assert metrics.status(skipped, 0, None, None) == ("skipped", "job ended first", None)
+    assert metrics.status(err, 0, None, None)._asdict() == {"status": "failed", "reason": "resume: boom",
+                                                           "failed_step": "resume"}  # the row's three fields
 
 
 def test_in_flight_is_decided_by_when_the_request_was_sent():

@@ -8,6 +8,7 @@ import pytest
 
 from harness.scenario import (
     DEFAULT_SCENARIOS_DIR,
+    Offset,
     ScenarioError,
     load_scenario_file,
     load_scenarios,
@@ -131,21 +132,42 @@ def test_unknown_scenario_name(tmp_path):
         resolve_scenario("missing", tmp_path)
 
 
-@pytest.mark.parametrize("text,event,kind,n", [
+@pytest.mark.parametrize("text,event,effect,n", [
     ("on:token:7", "token", None, 7), ("on:llm_request:2", "llm_request", None, 2),
     ("on:effect_received:email", "effect_received", "email", 1),
     ("on:effect_committed:calendar:3", "effect_committed", "calendar", 3),
 ])
-def test_parse_offset_events(text, event, kind, n):
+def test_parse_offset_events(text, event, effect, n):
     o = parse_offset(text)
-    assert (o.event, o.kind, o.n, o.is_event) == (event, kind, n, True)
-    assert o.matches(event, kind, n) and not o.matches(event, kind, n + 1)
+    assert (o.event, o.effect, o.n, o.is_event, o.kind, o.text) == (event, effect, n, True, "event", text)
+    assert o.matches(event, effect, n) and not o.matches(event, effect, n + 1)
+    assert Offset.from_data(o.to_data()) == o  # as it travels to the world and to a spawned subject
 
 
 @pytest.mark.parametrize("text", ["at:12ms", "at:0.5ms"])
 def test_parse_offset_time(text):
     o = parse_offset(text)
-    assert not o.is_event and o.at_ms == float(text[3:-2])
+    assert not o.is_event and o.kind == "time" and o.at_ms == float(text[3:-2])
+    assert Offset.from_data(o.to_data()) == o
+
+
+@pytest.mark.parametrize("data,field", [
+    ("on:token:3", "expected an offset's data"),  # text is for parse_offset, at the edge
+    ({"event": "token", "n": 3}, "expected an offset's data"),  # no text: rows could not name it
+    ({"text": "x", "event": "token", "n": 3, "extra": 1}, "expected an offset's data"),
+    ({"text": "x", "event": "tokens", "n": 3}, "where.event"),
+    ({"text": "x", "event": "token", "n": 0}, "where.n"),
+    ({"text": "x", "event": "token", "n": True}, "where.n"),
+    ({"text": "x", "event": "effect_received", "effect": "fax", "n": 1}, "where.effect"),
+    ({"text": "x", "event": "token", "effect": "email", "n": 1}, "where.effect"),
+    ({"text": "x", "event": "token", "at_ms": 5, "n": 1}, "where.event"),
+    ({"text": "x", "at_ms": -1}, "a time offset"),
+    ({"text": "x", "at_ms": "5"}, "a time offset"),
+    ({"text": "x", "at_ms": 5, "effect": "email"}, "a time offset"),
+])
+def test_offset_data_is_checked_as_a_scenario_is(data, field):
+    with pytest.raises(ScenarioError, match=field):
+        Offset.from_data(data, "where")
 
 
 @pytest.mark.parametrize("text", ["on:token:0", "at:5s", "on:tokens:1", "on:effect_received:fax", ""])

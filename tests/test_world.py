@@ -12,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from harness.scenario import resolve_scenario, scenario_from_dict
+from harness.scenario import parse_offset, resolve_scenario, scenario_from_dict
 from harness.tools.toolbox import Toolbox
 from harness.world.model_api import tokens_per_turn
 
@@ -443,11 +443,16 @@ def test_bad_input_never_kills_the_world(world):
         r = http.post(f"{url}/runs", json={"scenario": {**inline(), "speed": 3}})
         assert r.status_code == 400 and "speed" in r.json()["error"]["message"]
 
-        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": "at:100ms"})
+        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": parse_offset("at:100ms").to_data()})
         assert r.status_code == 400 and "time offset" in r.json()["error"]["message"]
 
-        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": "on:tokens:3"})
-        assert r.status_code == 400 and "stop_anchor" in r.json()["error"]["message"]
+        # the anchor comes as data, never as text for the world to parse
+        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": "on:token:3"})
+        assert r.status_code == 400 and "Offset.to_data" in r.json()["error"]["message"]
+
+        bad_event = {"text": "x", "event": "tokens", "n": 3}
+        r = http.post(f"{url}/runs", json={"scenario": inline(), "stop_anchor": bad_event})
+        assert r.status_code == 400 and "stop_anchor.event" in r.json()["error"]["message"]
 
         run = http.post(f"{url}/runs", json={"scenario": inline()}).json()
         r = http.post(f"{run['model_base_url']}/chat/completions", content=b"[1,",
@@ -508,7 +513,7 @@ class ControlListener:
 
 
 def test_anchor_on_token_pushes_stop(world_client):
-    run = world_client.create_run(inline(text_tokens=20), stop_anchor="on:token:5")
+    run = world_client.create_run(inline(text_tokens=20), stop_anchor=parse_offset("on:token:5"))
     with ControlListener(run) as ctl:
         client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
         assert ctl.stopped.wait(5)
@@ -533,7 +538,7 @@ def test_token_hold_freezes_the_stream_not_its_clock(world_client):
     """A stream held at on:token:N resumes at its pace after the stop: the tokens whose turn fell in the
     hold are not sent in a burst after the stop (they would count as tokens after the stop, growing with
     how long the trial took to press it)."""
-    run = world_client.create_run(inline(text_tokens=30, tps=100), stop_anchor="on:token:5")
+    run = world_client.create_run(inline(text_tokens=30, tps=100), stop_anchor=parse_offset("on:token:5"))
     with ControlListener(run, press_after_s=0.2) as ctl:  # a hold of 20 token slots
         client_for(run).chat.completions.create(model="scripted", messages=chat_messages(0))
         assert ctl.stopped.wait(5)
@@ -547,7 +552,7 @@ def test_token_hold_freezes_the_stream_not_its_clock(world_client):
 
 
 def test_late_listener_gets_stop_at_once(world_client):
-    run = world_client.create_run(inline(text_tokens=3), stop_anchor="on:llm_request:1")
+    run = world_client.create_run(inline(text_tokens=3), stop_anchor=parse_offset("on:llm_request:1"))
     request = threading.Thread(target=lambda: client_for(run).chat.completions.create(
         model="scripted", messages=chat_messages(0)))
     request.start()  # held by the world at the anchor until the (late) trial presses stop
@@ -561,7 +566,7 @@ def test_late_listener_gets_stop_at_once(world_client):
 
 
 def test_anchor_on_nth_llm_request(world_client):
-    run = world_client.create_run(inline(text_tokens=3), stop_anchor="on:llm_request:2")
+    run = world_client.create_run(inline(text_tokens=3), stop_anchor=parse_offset("on:llm_request:2"))
     oc = client_for(run)
     with ControlListener(run) as ctl:
         oc.chat.completions.create(model="scripted", messages=chat_messages(0))
@@ -576,7 +581,7 @@ def test_anchor_on_nth_llm_request(world_client):
 
 
 def test_anchor_on_effect_received_holds_commit_until_stop_called(world_client):
-    run = world_client.create_run(inline(latency={"email": 20}), stop_anchor="on:effect_received:email")
+    run = world_client.create_run(inline(latency={"email": 20}), stop_anchor=parse_offset("on:effect_received:email"))
     answers: list[dict] = []
     with ControlListener(run, press_stop=False) as ctl:
         sender = threading.Thread(target=lambda: answers.append(

@@ -17,20 +17,21 @@ from typing import Any
 
 from harness.results import schema
 from harness.results.rows import raw_files, read_rows
-from harness.results.selection import CELL, is_anchored, is_measured, without
+from harness.results.selection import CELL, is_anchored, is_measured, tools_shown, without
 
 #: what a repetition must reproduce: the status and every count and flag the tables show (not the stop's own
 #: timing: trigger_delay_ms / trigger_precise are the harness's, and timings vary by nature)
 FIELDS = ("status", *(f.name for f in schema.FIELDS.values() if f.source == "metrics" and f.label
                       and f.group != "trigger" and (f.unit == "count" or f.type is bool)))
-#: what a cell is named by within its adapter (its host and scenario hash are added apart)
-NAMED_BY = without(CELL, "adapter", "scenario_hash", "host")
+#: what a cell is named by within its adapter (its host and scenario hash are added apart; an MCP launch is
+#: named with its tool style, `mcp+<launch>`)
+NAMED_BY = without(CELL, "adapter", "scenario_hash", "host", "mcp_launch")
 
 
 def _cell(row: dict[str, Any]) -> str:
     """A trial cell (harness/results/selection.py CELL) within its adapter, as the table names it."""
     host = row.get("host") or "close"
-    return " ".join(str(row.get(k)) for k in NAMED_BY) + (
+    return " ".join(tools_shown(row) if k == "tool_style" else str(row.get(k)) for k in NAMED_BY) + (
         " host:crash" if host != "close" else "") + f" #{row.get('scenario_hash')}"
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.results import schema
@@ -441,35 +441,45 @@ def trigger_precise(tr: TrialView) -> bool | None:
 
 # --- the row's status --------------------------------------------------------------------------------------
 
+class Outcome(NamedTuple):
+    """How a trial ended: its row's `status`, `reason` and `failed_step` (the step the reason names)."""
+
+    status: str
+    reason: str | None = None
+    failed_step: str | None = None
+
+
 def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
-           killed_step: str | None) -> tuple[str, str | None]:
-    """ok | failed | hung | runaway | skipped, with the reason. Never a silent 0.
+           killed_step: str | None) -> Outcome:
+    """ok | failed | hung | runaway | skipped, with the reason and the step it went wrong in. Never a silent 0.
 
     runaway: a settle step's observation ended without the run going quiet (activity went on, or a request
-    stayed open, until the deadline): what was measured is kept, but the counts are cut at the deadline."""
+    stayed open, until the deadline): what was measured is kept, but the counts are cut at the deadline.
+    A crash or an exit outside any step names no step."""
     marks = [e for e in events if e["event"] == Event.MARK]
     if killed_step:
-        return "hung", f"watchdog ended the subject during '{killed_step}'"
+        return Outcome("hung", f"watchdog ended the subject during '{killed_step}'", killed_step)
     hung = [m for m in marks if m["name"] == Mark.HUNG]
     if hung:
         d = hung[0].get("data") or {}
-        return "hung", f"'{d.get('step')}' overran {d.get('seconds')}s" + (f": {d['note']}" if d.get("note") else "")
+        return Outcome("hung", f"'{d.get('step')}' overran {d.get('seconds')}s"
+                       + (f": {d['note']}" if d.get("note") else ""), d.get("step"))
     errors = [m for m in marks if m["name"] == Mark.ERROR]
     if errors:
         d = errors[0].get("data") or {}
-        return "failed", f"{d.get('step')}: {d.get('error')}"
+        return Outcome("failed", f"{d.get('step')}: {d.get('error')}", d.get("step"))
     if crash:
-        return "failed", f"subject crashed: {crash}"
+        return Outcome("failed", f"subject crashed: {crash}")
     loud = [m for m in marks if m["name"] in SETTLE_MARKS and (m.get("data") or {}).get("quiet") is False]
     if loud:
         d = loud[0].get("data") or {}
-        return "runaway", (f"'{loud[0]['name']}': the run was not quiet {d.get('deadline_s', '?')}s "
-                           "after the observation floor")
+        return Outcome("runaway", (f"'{loud[0]['name']}': the run was not quiet {d.get('deadline_s', '?')}s "
+                                   "after the observation floor"), loud[0]["name"])
     skipped = [m for m in marks if m["name"] == Mark.SKIPPED]
     if skipped:
-        return "skipped", (skipped[0].get("data") or {}).get("reason")
+        return Outcome("skipped", (skipped[0].get("data") or {}).get("reason"))
     if exit_code not in (0, None):
-        return "failed", f"subject exited with {exit_code} before finishing"
+        return Outcome("failed", f"subject exited with {exit_code} before finishing")
     if not any(m["name"] == Mark.STOP_RETURNED for m in marks):
-        return "failed", "the trial never reached stop_returned"
-    return "ok", None
+        return Outcome("failed", "the trial never reached stop_returned")
+    return Outcome("ok")

@@ -12,15 +12,11 @@ from typing import Any
 
 from harness.results.cells import cells
 from harness.results.selection import BUTTON, MOMENT, in_main_matrix, is_measured, is_ok
-from harness.tools.mcp_launch import LAUNCHES, split_label
+from harness.tools.mcp_launch import LAUNCHES
 
 #: read after close() and after a host crash: how many processes, their memory, their CPU
 AFTER_CLOSE = ("orphans", "orphan_rss_bytes", "orphan_cpu_s")
 AFTER_CRASH = ("crash_orphans", "crash_orphan_rss_bytes", "crash_orphan_cpu_s")
-
-
-def launch_of(df):
-    return df["tool_style"].astype(str).map(lambda t: split_label(t)[1])
 
 
 def orphan_rows(df):
@@ -29,12 +25,12 @@ def orphan_rows(df):
     closing host is the main matrix's MCP rows."""
     import pandas as pd
 
-    mcp = df[df["tool_style"].astype(str).str.startswith("mcp") & (df["mitigation"] == "none") & is_measured(df)]
+    mcp = df[(df["tool_style"] == "mcp") & (df["mitigation"] == "none") & is_measured(df)]
     variants = mcp[~in_main_matrix(mcp)]
     keys = [*BUTTON, *MOMENT]  # every launch variant of the MCP tool style together
     cells_measured = set(map(tuple, variants[keys].values))  # noqa: C401
     keep = mcp[pd.Series([tuple(k) in cells_measured for k in mcp[keys].values], index=mcp.index, dtype=bool)]
-    return keep.assign(launch=launch_of(keep), host=keep.get("host", "close"))
+    return keep.assign(host=keep.get("host", "close"))
 
 
 def _orphaned(rows, field: str) -> str:
@@ -67,7 +63,8 @@ def orphan_table(df):
     rows = orphan_rows(df)
     out: list[dict[str, Any]] = []
     order = {launch: i for i, launch in enumerate(LAUNCHES)}
-    for (adapter, launch), g in sorted(rows.groupby(["adapter", "launch"]), key=lambda kv: (kv[0][0], order[kv[0][1]])):
+    groups = rows.groupby(["adapter", "mcp_launch"])
+    for (adapter, launch), g in sorted(groups, key=lambda kv: (kv[0][0], order[kv[0][1]])):
         line: dict[str, Any] = {"adapter": adapter, "launch": launch}
         for host, fields, label in (("close", AFTER_CLOSE, "after close"), ("crash", AFTER_CRASH, "after crash")):
             h = g[g["host"] == host]
@@ -102,7 +99,7 @@ def orphans_seen(df) -> tuple[str, str]:
         hit = h[h[field].fillna(0) > 0]
         total += int(h[field].notna().sum())
         orphaned += len(hit)
-        by = sorted({f"{a}/{launch}" for a, launch in hit[["adapter", "launch"]].values})
+        by = sorted({f"{a}/{launch}" for a, launch in hit[["adapter", "mcp_launch"]].values})
         parts.append(f"launch variants {label}: {len(hit)}/{int(h[field].notna().sum())}"
                      + (f" ({', '.join(by)})" if by else ""))
     if not total:

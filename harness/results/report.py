@@ -26,6 +26,7 @@ from harness.results.selection import (
     is_anchored,
     is_late,
     is_ok,
+    tools_shown,
 )
 from harness.scenario import DEFAULT_OBSERVE_MS
 
@@ -170,7 +171,7 @@ def problems(df) -> Any:
     if bad.empty:
         return bad
     cols = [*BUTTON, *CONDITION, "rep", "status", "reason"]
-    return bad[cols].sort_values(cols[:6])
+    return bad.assign(tool_style=tools_shown(bad))[cols].sort_values(cols[:6])  # the orphan matrix's too
 
 
 def environments(df) -> Any:

@@ -3,7 +3,8 @@
 An interrupted run loses nothing it finished, and a rerun skips every trial that already has a row.
 A corrupt line (not JSON, a required field missing, a value of the wrong type for its field as
 harness/results/schema.py declares it) is reported with its file, line and field and skipped; it never
-stops a report. A field a row was written without gets its declared default (e.g. `framework`).
+stops a report. A field a row was written without gets its declared default (e.g. `framework`); the facts
+that older rows carried inside text are read out of it here, once (`from_legacy`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import json
 import os
 import platform
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from typing import Any
 import harness
 from harness.results import schema
 from harness.results.schema import SCHEMA_VERSION
+from harness.tools.mcp_launch import DEFAULT_LAUNCH
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,6 +100,26 @@ def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine
     return newest_per_trial(rows), bad
 
 
+#: the step a reason names, as rows written before `failed_step` existed say it (harness/results/metrics.py
+#: `status` wrote them): `'stop' overran 5s`, `... during 'stop'`, `'settle_resume': the run was not quiet`, `stop: ...`
+STEP_IN_LEGACY_REASON = re.compile(r"^'(\w+)' overran|during '(\w+)'|^'(\w+)': |\('(\w+)'[;)]|^(\w+): ")
+
+
+def from_legacy(row: dict[str, Any]) -> dict[str, Any]:
+    """A row written before `failed_step` and `mcp_launch` were fields: both read out of the text that carried
+    them (the step named in `reason`; `tool_style` `mcp+<launch>`, which leaves the tool style `mcp`)."""
+    if "failed_step" not in row:
+        reason = row.get("reason")
+        m = STEP_IN_LEGACY_REASON.search(reason) if isinstance(reason, str) else None
+        row["failed_step"] = next((s for s in m.groups() if s), None) if m else None
+    if "mcp_launch" not in row:
+        style, _, launch = str(row.get("tool_style", "")).partition("+")
+        if "tool_style" in row:
+            row["tool_style"] = style
+        row["mcp_launch"] = launch or DEFAULT_LAUNCH
+    return row
+
+
 def newest_per_trial(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per trial_id, in the order read: the one finished last (a trial rerun because its row was
     measured on other code has both in its file), the later line of two finished in the same second."""
@@ -130,7 +153,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]
             elif problems := schema.problems(row):
                 yield lineno, None, "; ".join(problems)
             else:
-                yield lineno, schema.with_defaults(row), None
+                yield lineno, schema.with_defaults(from_legacy(row)), None
 
 
 def raw_files(out_dir: Path) -> list[Path]:

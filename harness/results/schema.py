@@ -148,8 +148,11 @@ def _fields() -> Iterable[Field]:
     yield runner("offset", str, "when the stop was pressed: `at:<N>ms` after the run started, or an event anchor "
                  "`on:...`", required=True)
     yield runner("offset_kind", str, "`time` or `event`")
-    yield runner("tool_style", str, "how the tools were given to the framework: `sync`, `async` or `mcp`; "
-                 "`mcp+<launch>` for an MCP server launch variant (`launcher`, `deaf`, `stubborn`)")
+    yield runner("tool_style", str, "how the tools were given to the framework: `sync`, `async` or `mcp`")
+    yield runner("mcp_launch", str, "how the MCP server was launched (harness/tools/mcp_launch.py): `direct` (as "
+                 "the docs show it; every row without MCP tools too) or a variant of the orphan matrix: "
+                 "`launcher`, `deaf`, `stubborn`. Trial ids and tables write a variant as `mcp+<launch>`; rows "
+                 "written before it existed carried it that way in tool_style and are split when read")
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
@@ -174,6 +177,10 @@ def _fields() -> Iterable[Field]:
                 "after the observation floor; counts are cut there), `skipped` (the job ended before the offset). "
                 "Never a silent 0.", required=True)
     yield trial("reason", str, "why the row is not `ok`: the step and what happened", nullable=True)
+    yield trial("failed_step", str, "the trial step a `hung`, `failed` or `runaway` row went wrong in (`start`, "
+                "`trigger`, `job`, `stop`, `wait`, `settle`, `resume`, `settle_resume`, `close`, ...); null when "
+                "ok or skipped, or when no step is to blame (the subject crashed or exited). Rows written before "
+                "it existed: read from their reason", nullable=True)
     yield trial("run_id", str, "the world's id for the run: every ledger entry of the trial carries it")
     yield trial("duration_s", float, "wall time of the whole trial", unit="s")
     yield trial("subject_cpu_s", float, "CPU time (user + system) of the subject process and the processes it "

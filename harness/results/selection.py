@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
+
 #: a trial's status (harness/results/metrics.py `status`), in the order tables count them
 STATUSES = ("ok", "hung", "failed", "runaway", "skipped")
 #: one framework's stop button: a line of the summary, the capability table and the scorecard
@@ -18,11 +20,21 @@ BUTTON_MITIGATION = (*BUTTON, "mitigation")
 #: the moment of the job the stop was pressed at (the time-anchored table and the orphan matrix take every
 #: tool style of it together)
 MOMENT = ("scenario", "offset")
-#: the conditions a button was pressed under: `stopbench compare` cuts both sides down to the ones they share
+#: the conditions a button was pressed under in the main matrix (where every MCP server is launched directly):
+#: `stopbench compare` cuts both sides down to the ones they share
 CONDITION = (*MOMENT, "tool_style")
 #: a trial but its repetition, in trial_id's order (a host crash trial is a cell of its own: it shares the
-#: closing host's conditions and measures other fields)
-CELL = (*BUTTON, "scenario", "scenario_hash", "offset", "tool_style", "mitigation", "host")
+#: closing host's conditions and measures other fields; so is each MCP launch variant)
+CELL = (*BUTTON, "scenario", "scenario_hash", "offset", "tool_style", "mcp_launch", "mitigation", "host")
+
+
+def tools_shown(rows: Any) -> Any:
+    """The tool style as a table names it: `mcp+<launch>` for an MCP launch variant (one row: its text; a
+    DataFrame: a column of them), from `tool_style` and `mcp_launch` (harness/tools/mcp_launch.py tool_label)."""
+    if not isinstance(rows, dict):
+        return rows.apply(lambda r: tools_shown(r.to_dict()), axis=1) if len(rows) else rows.get("tool_style")
+    launch = rows.get("mcp_launch")
+    return tool_label(str(rows.get("tool_style")), launch if isinstance(launch, str) else DEFAULT_LAUNCH)
 
 
 def without(key: tuple[str, ...], *names: str) -> tuple[str, ...]:
@@ -66,11 +78,12 @@ def is_late(rows: Any) -> Any:
 
 def in_main_matrix(rows: Any) -> Any:
     """The main matrix: a host that closes the agent, tools as the docs show them (the MCP server launched
-    directly). The orphan matrix's rows (a launch variant `mcp+<launch>`, a host crash) share a main cell's
-    scenario, offset and tool style, so every table, `compare` and `agree` tell the two apart by this."""
+    directly). The orphan matrix's rows (an MCP launch variant, a host crash) share a main cell's scenario,
+    offset and tool style, so every table, `compare` and `agree` tell the two apart by this."""
     if not isinstance(rows, dict):  # a DataFrame: the rule below, row by row
         import pandas as pd
 
         return pd.Series([in_main_matrix(r) for r in rows.to_dict("records")], index=rows.index, dtype=bool)
-    host = rows.get("host")
-    return (host if isinstance(host, str) else "close") == "close" and "+" not in str(rows.get("tool_style", ""))
+    host, launch = rows.get("host"), rows.get("mcp_launch")
+    return ((host if isinstance(host, str) else "close") == "close"
+            and (launch if isinstance(launch, str) else DEFAULT_LAUNCH) == DEFAULT_LAUNCH)

@@ -42,14 +42,9 @@ def check(launch: str) -> str:
 
 
 def tool_label(tool_style: str, launch: str) -> str:
-    """The tool style a row and a trial id carry: `mcp` for a direct launch, `mcp+<launch>` otherwise."""
+    """A row's `tool_style` and `mcp_launch` as trial ids and tables write them (the one place they are joined,
+    never split): `mcp` for a direct launch, `mcp+<launch>` otherwise."""
     return tool_style if launch == DEFAULT_LAUNCH or tool_style != "mcp" else f"{tool_style}+{launch}"
-
-
-def split_label(label: str) -> tuple[str, str]:
-    """(tool style, launch) of a row's tool_style."""
-    style, _, launch = label.partition("+")
-    return style, launch or DEFAULT_LAUNCH
 
 
 def server_command(launch: str, server_args: list[str]) -> tuple[str, list[str]]:

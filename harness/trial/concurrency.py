@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.results.selection import is_anchored
 
 CPU_ROOM = 85.0  # add a trial while the machine's CPU is below this percentage
 #: trials that only observe, beside the limit, per CPU (each is a forked subject: memory, not CPU)
@@ -72,7 +73,7 @@ class Concurrency:
         self.late += late
         if not self.auto:
             return
-        if late and row.get("offset_kind") == "event":
+        if late and is_anchored(row, "event"):
             self.limit = max(1, self.limit // 2)
         elif psutil.cpu_percent(None) < CPU_ROOM:
             self.limit = min(self.ceiling, self.limit + 1)

@@ -26,7 +26,7 @@ from harness.owner import stale_workroots, workroot_prefix
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
-from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES
+from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
@@ -100,7 +100,7 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
                                                                        opts.hosts, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
-            if opts.anchors != "all" and offset.is_event != (opts.anchors == "event"):
+            if opts.anchors not in ("all", offset.kind):
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
                                    mcp_launch=launch, host=host))
@@ -223,7 +223,8 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "schema_version": SCHEMA_VERSION, "trial_id": spec.trial_id(scenario.digest), "adapter": adapter_cls.name,
         "adapter_ref": spec.adapter, "framework": adapter_cls.framework_name(),
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
-        "offset_kind": "event" if spec.offset.is_event else "time", "tool_style": spec.tool_label,
+        "offset_kind": spec.offset.kind, "tool_style": spec.tool_style,
+        "mcp_launch": spec.mcp_launch,
         "mitigation": spec.mitigation.name, "host": spec.host, "rep": spec.rep, "seed": spec.seed, "versions": versions,
         "finished_at": now_iso(), **env, **measured,
     }
@@ -243,7 +244,8 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
               else (row.get("reason") or ""))
     host = " host crash" if row.get("host") == "crash" else ""
     print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
-          f"{row['scenario']} {row['offset']} {row['tool_style']}{host} r{row['rep']}: {detail}", file=log, flush=True)
+          f"{row['scenario']} {row['offset']} {tool_label(row['tool_style'], row['mcp_launch'])}{host} r{row['rep']}: "
+          f"{detail}", file=log, flush=True)
 
 
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import DEFAULT_OBSERVE_MS, Offset, parse_offset
+from harness.scenario import DEFAULT_OBSERVE_MS, Offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
 
@@ -119,7 +119,7 @@ class SubjectPlan:
 
     def to_json(self) -> str:
         data = asdict(self)
-        data["spec"]["offset"] = self.spec.offset.text
+        data["spec"]["offset"] = self.spec.offset.to_data()  # its data, not its text to parse again
         data["spec"]["mitigation"] = self.spec.mitigation.name
         data["run"]["workdir"] = str(self.run.workdir)
         return json.dumps(data)
@@ -127,7 +127,7 @@ class SubjectPlan:
     @classmethod
     def from_json(cls, text: str) -> SubjectPlan:
         data: dict[str, Any] = json.loads(text)
-        spec = {**data["spec"], "offset": parse_offset(data["spec"]["offset"]),
+        spec = {**data["spec"], "offset": Offset.from_data(data["spec"]["offset"], "subject plan: offset"),
                 "mitigation": Mitigation(data["spec"]["mitigation"])}
         run = {**data["run"], "workdir": Path(data["run"]["workdir"])}
         return cls(spec=TrialSpec(**spec), run=RunInfo(**run), settle_window_ms=data["settle_window_ms"],

@@ -32,7 +32,7 @@ from harness.trial.world_client import WorldClient
 from harness.vocabulary import Event, Mark
 
 #: the subject's steps that only observe the world (harness/trial/subject.py `_settle`)
-OBSERVING_STEPS = frozenset({Mark.SETTLE, Mark.SETTLE_SAGA, Mark.SETTLE_RESUME})
+STEPS_OBSERVING = frozenset({Mark.SETTLE, Mark.SETTLE_SAGA, Mark.SETTLE_RESUME})
 
 
 def settle_window_ms(scenario: Scenario) -> float:
@@ -98,7 +98,7 @@ class RunningTrial:
         self.events: list[dict[str, Any]] = []  # the ledger behind the row, once finish() read it
         self.crash: HostCrash | None = None  # a host crash trial, once its host was killed
         created = world.create_run(scenario.name, seed=spec.seed,
-                                   stop_anchor=spec.offset.text if spec.offset.is_event else None)
+                                   stop_anchor=spec.offset if spec.offset.is_event else None)
         self.run_id = created["run_id"]
         workdir = workroot / f"{self.run_id}"
         workdir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +142,7 @@ class RunningTrial:
     def observing(self) -> bool:
         """In an observation step (waiting for quiet after the floor, or watching what outlived a crashed
         host): it only waits, so the runner may start another trial beside it."""
-        return self.watchdog.last_step in OBSERVING_STEPS or self.crash is not None
+        return self.watchdog.last_step in STEPS_OBSERVING or self.crash is not None
 
     @property
     def slot(self) -> Slot:
@@ -255,9 +255,9 @@ class RunningTrial:
         row = metrics.compute(events, self.scenario, self.spec.offset)
         # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
         exit_code = 0 if (self.watchdog.done or self.crash) and not self.killed_step else self.exit_code
-        status, reason = metrics.status(events, exit_code, self.watchdog.crash, self.killed_step)
+        outcome = metrics.status(events, exit_code, self.watchdog.crash, self.killed_step)
         self.world.delete_run(self.run_id)  # the row has what it needs: keep the world's memory flat
-        row.update(status=status, reason=reason, run_id=self.run_id, observe_ms=self.plan.observe_ms,
+        row.update(outcome._asdict(), run_id=self.run_id, observe_ms=self.plan.observe_ms,
                    duration_s=round(time.monotonic() - self.started, 3), subject_cpu_s=self.cpu_s)
         return row
 

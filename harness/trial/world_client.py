@@ -14,7 +14,7 @@ import httpx
 
 from harness import python_module
 from harness.owner import OWNER_ENV, world_marker
-from harness.scenario import DEFAULT_SCENARIOS_DIR
+from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset
 
 
 class WorldError(RuntimeError):
@@ -98,8 +98,9 @@ class WorldClient:
             raise WorldError(f"{r.request.method} {r.request.url.path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json()
 
-    def create_run(self, scenario: str | dict, seed: int = 0, stop_anchor: str | None = None) -> dict:
-        body = {"scenario": scenario, "seed": seed, "stop_anchor": stop_anchor}
+    def create_run(self, scenario: str | dict, seed: int = 0, stop_anchor: Offset | None = None) -> dict:
+        """A run of `scenario`; the world fires `stop_anchor` (an event offset), sent as its data."""
+        body = {"scenario": scenario, "seed": seed, "stop_anchor": stop_anchor.to_data() if stop_anchor else None}
         return self._check(self.http.post(f"{self.url}/runs", json=body))
 
     def ledger(self, run_id: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The world's HTTP surface: runs, the model API, services, marks, the ledger and the control stream.
 
 Routes (everything for a run lives under /runs/<run_id>/):
-  POST /runs                          create a run {"scenario", "seed", "stop_anchor"}
+  POST /runs                          create a run {"scenario", "seed", "stop_anchor"} (an Offset's data)
   GET  /runs/<id>/ledger              the run's events
   POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?} (or a list of them)
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.scenario import ScenarioError, parse_offset
+from harness.scenario import Offset, ScenarioError
 from harness.vocabulary import Event
 from harness.world import model_api, services
 from harness.world.asgi import BodyTooLarge, Connection
@@ -180,17 +180,17 @@ class WorldApp:
         try:
             scenario = self.world.scenario(spec)
             anchor = body.get("stop_anchor")
-            offset = parse_offset(anchor, "POST /runs: stop_anchor") if anchor else None
+            offset = None if anchor is None else Offset.from_data(anchor, "POST /runs: stop_anchor")
         except ScenarioError as e:
             raise HTTPError(400, str(e)) from e
         if offset is not None and not offset.is_event:
-            raise HTTPError(400, f"POST /runs: stop_anchor {anchor!r} is a time offset; the trial fires those")
+            raise HTTPError(400, f"POST /runs: stop_anchor {offset.text!r} is a time offset; the trial fires those")
         while len(self.world.runs) >= MAX_RUNS:  # a client that never deletes: the oldest run goes first
             self.world.runs.pop(next(iter(self.world.runs)))
         run_id = self.world.new_run_id()
         run = Run(run_id, scenario, seed, offset, time.monotonic_ns())
         self.world.runs[run_id] = run
-        run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=anchor)
+        run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=offset.text if offset else None)
         base = f"{self.host_url}/runs/{run_id}"
         return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base}
 

@@ -160,3 +160,21 @@ class NeedsAFutureRelease(_Base):
 
     name = "known-needs-a-future-release"
     modes_since = {"cancel": ("pytest", "999.0")}
+
+
+class FailsToStart(_Base):
+    """start() raises: the trial fails in its `start` step."""
+
+    name = "known-fails-to-start"
+
+    async def start(self) -> None:
+        raise RuntimeError("no job today")
+
+
+class StopLeavesJobRunning(_Base):
+    """stop() returns at once and does nothing: the job never ends, the trial hangs in its `wait` step."""
+
+    name = "known-stop-leaves-job-running"
+
+    async def stop_cancel(self) -> None:
+        return None
