@@ -12,6 +12,7 @@ import pandas as pd
 from harness.results.capability import capability_row
 from harness.results.claims import judge
 from harness.results.report import load
+from harness.results.rows import from_legacy
 from tests.test_trials import run
 
 KV = "tests.known_answer.verdicts:AbortsOrHangs"
@@ -50,11 +51,17 @@ def test_a_button_that_hangs_at_an_effect_anchor_did_not_abort_there(tmp_path):
 
 # --- hand-written rows: every status, every step ----------------------------------------------------------------
 
+def step_of(reason: str | None) -> str | None:
+    """The step a hand-written reason names, as read_rows reads it from a row written before `failed_step`."""
+    return from_legacy({"reason": reason})["failed_step"]
+
+
 def row(mode: str = "token", offset: str = "on:effect_received:email", status: str = "ok",
         reason: str | None = None, **measured) -> dict:
     return {"adapter": "fw", "framework": "fw", "mode": mode, "mitigation": "none", "scenario": "q3_report",
             "offset": offset, "offset_kind": "time" if offset.startswith("at:") else "event", "tool_style": "async",
-            "status": status, "reason": reason, "llm_requests_after_stop": 0, "effects_new": 0,
+            "status": status, "reason": reason, "failed_step": step_of(reason), "llm_requests_after_stop": 0,
+            "effects_new": 0,
             "tokens_after_stop": 0, "threads_left": 0, "effects_after_stop": 0, "effects_leaked": 0, "orphans": 0,
             "resume_ok": True, "resume_error": None, "resume_llm_replays": 0, "resume_duplicate_effects": 0,
             **measured}
@@ -134,7 +141,7 @@ def test_a_runaway_after_resume_is_read_by_what_it_measured_but_one_after_the_st
     after_resume = status([{"t": 1, "event": "mark", "name": "settle_resume", "data": {"quiet": False,
                                                                                        "deadline_s": 5}},
                            {"t": 0, "event": "mark", "name": "stop_returned", "data": None}], 0, None, None)
-    assert after_resume == ("runaway", RUNAWAY.format(step="settle_resume"))
+    assert after_resume == ("runaway", RUNAWAY.format(step="settle_resume"), "settle_resume")
     df = pd.DataFrame([row(), row(status="runaway", reason=after_resume[1])])
     assert capability_row(df)["can abort"] == "yes"
     df = pd.DataFrame([row(), row(status="runaway", reason=RUNAWAY.format(step="settle"))])

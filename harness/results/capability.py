@@ -55,24 +55,14 @@ saga trial of it has effects_leaked == 0 and none went wrong in or before the st
 
 #: the trial steps after the stop phase: a trial that went wrong only there had its stop measured in full
 AFTER_STOP_STEPS = frozenset({"resume", "settle_resume", "close"})
-# the step in a reason (harness/results/metrics.py `status` writes them): `'stop' overran 5s`,
-# `... during 'stop'`, `'settle_resume': the run was not quiet ...` (runaway), `stop: Error ...`
-_STEP = re.compile(r"^'(\w+)' overran|during '(\w+)'|^'(\w+)': |\('(\w+)'[;)]|^(\w+): ")
-
-
-def _step(reason: Any) -> str | None:
-    """The trial step a non-ok row's reason names, or None (a crash, an exit, an unknown form)."""
-    m = _STEP.search(reason) if isinstance(reason, str) else None
-    return next((s for s in m.groups() if s), None) if m else None
 
 
 def steps(df):
-    """The step each trial went wrong in (None: ok, or a crash or an exit outside any step)."""
+    """The step each trial went wrong in (its row's `failed_step`; None: ok, skipped, or a crash or an exit
+    outside any step)."""
     import pandas as pd
 
-    if "failed_step" in df:
-        return df["failed_step"]
-    return df["reason"].map(_step) if "reason" in df else pd.Series(None, index=df.index, dtype=object)
+    return df["failed_step"] if "failed_step" in df else pd.Series(None, index=df.index, dtype=object)
 
 
 def stop_broke(df):
