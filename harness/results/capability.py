@@ -54,7 +54,7 @@ saga trial of it has effects_leaked == 0 and none went wrong in or before the st
 
 
 #: the trial steps after the stop phase: a trial that went wrong only there had its stop measured in full
-AFTER_STOP_STEPS = frozenset({"resume", "settle_resume", "close"})
+STEPS_AFTER_STOP = frozenset({"resume", "settle_resume", "close"})
 
 
 def steps(df):
@@ -68,7 +68,7 @@ def steps(df):
 def stop_broke(df):
     """Trials that went wrong (hung, failed, ran away, ...) in or before the stop phase: whatever they measured
     before, the button did not stop the run there."""
-    return went_wrong(df) & ~steps(df).isin(AFTER_STOP_STEPS)
+    return went_wrong(df) & ~steps(df).isin(STEPS_AFTER_STOP)
 
 
 def went_on(df):
