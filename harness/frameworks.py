@@ -9,11 +9,29 @@ Standard library only: the noxfile and the CI workflow read this before anything
 per framework x shard); `list` prints one framework a line; `requirements NAME` the `pip install` arguments
 of one framework's adapter (`pip install -e . $(python -m harness.frameworks requirements langgraph)`).
 
+It also holds what the framework's adapter declares about itself (its stop modes, resume, packages,
+environment), so that the report, `stopbench list` and the checks read them without importing a framework; an
+adapter class defined in the folder gets them as its class attributes (harness/contract/adapter.py).
+
 framework.toml:
     dependencies = ["crewai>=1.15,<1.16", ...]   # pip requirements of the adapter (the harness comes too)
+    packages = ["crewai", "openai"]               # distributions whose versions every row records
+    resume_primitive = "Crew.from_checkpoint..."  # how resume works, one line; absent: the framework has none
+    tool_styles = ["sync", "async"]               # the tool styles it runs (default: sync, async, mcp)
+    [stop_modes]                                  # mode id -> the primitive it presses, one line, in order;
+    cancel = "cancel the asyncio task ..."        #   each has a `stop_<mode>` method on the adapter
+    [environment]                                 # set before the adapter (and its framework) is imported
+    CREWAI_DISABLE_TELEMETRY = "true"
+    [unsupported.break_sync]                      # mode -> tool style -> why that pair cannot run at all
+    async = "the sync graph.stream cannot call async-only tools"
+    [modes_since]                                 # mode -> the release that brought its primitive
+    abort_signal = { package = "google-adk", release = "2.11" }
     [[variants]]                                  # more adapter classes of this framework, benched with it
     adapter = "adapters.autogen.adapter:AutogenLoadStateAdapter"
+    name = "autogen-load-state"                   # its adapter name (the framework's adapter is the folder's)
     args = ["--scenario", "q3_report"]            # extra `stopbench run` arguments for it
+    modes = ["break", "cancel"]                   # the framework's stop modes it has (default: all), or
+    resume_primitive = "..."                      #   any field above, replacing the framework's for it
     [history]                                     # the version history (`nox -s history`, issue #22)
     package = "crewai"                            # the dependency whose releases it walks
     releases = ["1.10", "1.11", "1.12"]           # minor releases, oldest first: each installed as ==X.Y.*
@@ -25,13 +43,15 @@ import json
 import re
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "framework.toml"
 #: the framework that the core test suite covers (it needs no framework of its own)
 CORE = "reference"
+TOOL_STYLES = ("sync", "async", "mcp")
 
 
 class FrameworkError(ValueError):
@@ -39,9 +59,37 @@ class FrameworkError(ValueError):
 
 
 @dataclass(frozen=True)
+class Declaration:
+    """What one adapter class declares about itself: the class attributes of the same names on
+    harness.contract.adapter.Adapter (see there what each means)."""
+
+    name: str
+    stop_modes: dict[str, str] = field(default_factory=dict)
+    resume_primitive: str = ""
+    tool_styles: tuple[str, ...] = TOOL_STYLES
+    unsupported: dict[tuple[str, str], str] = field(default_factory=dict)
+    modes_since: dict[str, tuple[str, str]] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+
+    def attributes(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("name", *DECLARED)}
+
+
+#: the fields of a Declaration that framework.toml holds (its top level, or a variant's)
+DECLARED = ("stop_modes", "resume_primitive", "tool_styles", "unsupported", "modes_since", "environment", "packages")
+
+
+@dataclass(frozen=True)
 class Variant:
     adapter: str  # import path package.module:Class
     args: tuple[str, ...] = ()
+    declaration: Declaration | None = None
+
+    def names(self, module: str, cls: str) -> bool:
+        """This variant is class `cls` of module `module` (any package prefix: `stopbench.adapters.` in a wheel)."""
+        mod, _, attr = self.adapter.partition(":")
+        return attr == cls and mod.rsplit(".", 1)[-1] == module.rsplit(".", 1)[-1]
 
 
 @dataclass(frozen=True)
@@ -93,6 +141,18 @@ class Framework:
     variants: tuple[Variant, ...] = ()
     docs: str = ""  # the framework's own documentation of its stop / cancel (the report links it)
     history: History | None = None
+    adapter: Declaration | None = None  # what its adapter (`ADAPTER` of adapter.py) declares
+
+    @property
+    def declarations(self) -> list[Declaration]:
+        """The framework's adapter's, then each variant's."""
+        found = [self.adapter, *(v.declaration for v in self.variants)]
+        return [d for d in found if d is not None]
+
+    def declaration(self, module: str, cls: str) -> Declaration | None:
+        """What class `cls` of module `module` in this folder declares: its variant's, else the framework's."""
+        variant = next((v for v in self.variants if v.names(module, cls)), None)
+        return variant.declaration if variant else self.adapter
 
     @property
     def constraints(self) -> Path | None:
@@ -137,22 +197,114 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    unknown = set(data) - {"dependencies", "variants", "docs", "history"}
+    known = ("dependencies", "variants", "docs", "history", *DECLARED)
+    unknown = set(data) - set(known)
     if unknown:
-        raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} "
-                             "(known: dependencies, variants, docs, history)")
+        raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(known)})")
     docs = data.get("docs", "")
     if not isinstance(docs, str) or (docs and not docs.startswith("https://")):
         raise FrameworkError(f"{path}: docs: expected an https:// link, got {docs!r}")
     deps = _strings(data.get("dependencies", []), f"{path}: dependencies")
+    name = folder.name.replace("_", "-")
+    adapter = _declaration(data, Declaration(name), str(path))
     variants = []
     for i, v in enumerate(data.get("variants", [])):
         where = f"{path}: variants[{i}]"
         if not isinstance(v, dict) or not isinstance(v.get("adapter"), str) or ":" not in v["adapter"]:
             raise FrameworkError(f"{where}.adapter: expected an import path package.module:Class")
-        variants.append(Variant(v["adapter"], _strings(v.get("args", []), f"{where}.args")))
-    return Framework(folder.name.replace("_", "-"), folder, deps, tuple(variants), docs,
-                     _history(data.get("history"), deps, path))
+        unknown = set(v) - {"adapter", "args", "name", "modes", *DECLARED}
+        if unknown:
+            raise FrameworkError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} "
+                                 f"(known: adapter, args, name, modes, {', '.join(DECLARED)})")
+        variants.append(Variant(v["adapter"], _strings(v.get("args", []), f"{where}.args"),
+                                _variant(v, adapter, where)))
+    names = [d.name for d in (adapter, *(v.declaration for v in variants)) if d]
+    if len(set(names)) < len(names):
+        raise FrameworkError(f"{path}: variants: names must differ from each other and from {name!r}: {names}")
+    return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter)
+
+
+def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise FrameworkError(f"{where}: {key}: expected a table, got {value!r}")
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise FrameworkError(f"{where}: expected a line of text, got {value!r}")
+    return value
+
+
+def _declaration(data: dict[str, Any], base: Declaration, where: str) -> Declaration:
+    """`base` with the declaration fields `data` has (the top level of framework.toml, or a variant) in place of
+    its own; unsupported pairs and modes_since of modes it no longer has are left out."""
+    found: dict[str, Any] = {}
+    if "stop_modes" in data:
+        found["stop_modes"] = {str(m): _text(t, f"{where}: stop_modes.{m}")
+                               for m, t in _table(data, "stop_modes", where).items()}
+    if "resume_primitive" in data:
+        found["resume_primitive"] = _text(data["resume_primitive"], f"{where}: resume_primitive")
+    if "tool_styles" in data:
+        styles = _strings(data["tool_styles"], f"{where}: tool_styles")
+        if not styles or set(styles) - set(TOOL_STYLES):
+            raise FrameworkError(f"{where}: tool_styles: expected some of {', '.join(TOOL_STYLES)}, got {list(styles)}")
+        found["tool_styles"] = styles
+    if "environment" in data:
+        env = _table(data, "environment", where)
+        if not all(isinstance(v, str) for v in env.values()):
+            raise FrameworkError(f"{where}: environment: expected NAME = \"value\" strings, got {env!r}")
+        found["environment"] = dict(env)
+    if "packages" in data:
+        found["packages"] = _strings(data["packages"], f"{where}: packages")
+    if "unsupported" in data:
+        pairs = {}
+        for mode, styles in _table(data, "unsupported", where).items():
+            for style, why in _table({mode: styles}, mode, f"{where}: unsupported").items():
+                pairs[(mode, style)] = _text(why, f"{where}: unsupported.{mode}.{style}")
+        found["unsupported"] = pairs
+    if "modes_since" in data:
+        since = {}
+        for mode, first in _table(data, "modes_since", where).items():
+            if not (isinstance(first, dict) and set(first) == {"package", "release"}
+                    and all(isinstance(x, str) for x in first.values()) and release_key(first["release"])):
+                raise FrameworkError(f"{where}: modes_since.{mode}: expected {{ package = \"...\", release = "
+                                     f"\"X.Y\" }}, got {first!r}")
+            since[mode] = (first["package"], first["release"])
+        found["modes_since"] = since
+    out = Declaration(**{**base.__dict__, **found})
+    modes, styles = out.stop_modes, out.tool_styles
+    for mode, style in found.get("unsupported", {}):
+        if mode not in modes or style not in styles:
+            raise FrameworkError(f"{where}: unsupported.{mode}.{style}: not a declared stop mode and tool style "
+                                 f"(modes: {', '.join(modes) or 'none'}; tool styles: {', '.join(styles)})")
+    for mode in found.get("modes_since", {}):
+        if mode not in modes:
+            raise FrameworkError(f"{where}: modes_since.{mode}: not a declared stop mode "
+                                 f"({', '.join(modes) or 'none'})")
+    return Declaration(**{**out.__dict__,
+                          "unsupported": {k: v for k, v in out.unsupported.items() if k[0] in modes and k[1] in styles},
+                          "modes_since": {k: v for k, v in out.modes_since.items() if k in modes}})
+
+
+def _variant(data: dict[str, Any], framework: Declaration, where: str) -> Declaration:
+    """A variant's declaration: its name, and the framework's with the fields it declares in their place
+    (`modes`: the framework's stop modes it has)."""
+    name = data.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9-]*", name):
+        raise FrameworkError(f"{where}.name: expected the variant's adapter name (lower case, digits, -), got {name!r}")
+    base = Declaration(**{**framework.__dict__, "name": name})
+    if "modes" in data:
+        if "stop_modes" in data:
+            raise FrameworkError(f"{where}: modes and stop_modes: declare one (modes picks the framework's)")
+        modes = _strings(data["modes"], f"{where}.modes")
+        unknown = [m for m in modes if m not in framework.stop_modes]
+        if unknown or not modes:
+            raise FrameworkError(f"{where}.modes: {unknown or 'none'}: expected some of the framework's stop modes "
+                                 f"({', '.join(framework.stop_modes)})")
+        base = Declaration(**{**base.__dict__, "stop_modes": {m: framework.stop_modes[m] for m in modes}})
+    return _declaration({k: v for k, v in data.items() if k in DECLARED}, base, where)
 
 
 def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:

@@ -150,9 +150,9 @@ def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
     r = stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
     written = (tmp_path / "acme_agents" / "adapter.py").read_text()
-    assert 'name = "acme-agents"' in written and "class AcmeAgentsAdapter(Adapter)" in written
+    assert "class AcmeAgentsAdapter(KitAdapter)" in written
     assert "my-framework" not in written and "MyFramework" not in written
-    assert (tmp_path / "acme_agents" / "framework.toml").exists()
+    assert "[stop_modes]" in (tmp_path / "acme_agents" / "framework.toml").read_text()
     lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"),
                            str(tmp_path / "acme_agents")], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout

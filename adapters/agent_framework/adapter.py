@@ -25,20 +25,6 @@ NEXT_INPUT = "Continue where you stopped."
 
 
 class AgentFrameworkAdapter(Adapter):
-    name = "agent-framework"
-    stop_modes = {
-        "task_cancel": "task.cancel() on the asyncio task awaiting agent.run(...) (non-streamed)",
-        "stream_cancel": "task.cancel() on the asyncio task iterating agent.run(..., stream=True)",
-        "break": "leave the `async for update in agent.run(..., stream=True)` loop (break)",
-        "close": "break out of `async with agent.run(..., stream=True) as stream` (ResponseStream.close())",
-        "terminate": "chat and function middleware raise MiddlewareTermination once stop is pressed (cooperative)",
-    }
-    resume_primitive = ("agent.run(next input) on the AgentSession restored with AgentSession.from_dict from "
-                        "session.to_dict() (JSON round trip)")
-    environment = {"ENABLE_INSTRUMENTATION": "false", "OTEL_SDK_DISABLED": "true",
-                   "AGENT_FRAMEWORK_USER_AGENT_DISABLED": "true", "AGENT_FRAMEWORK_FEATURE_MASK_DISABLED": "true"}
-    packages = ("agent-framework-core", "agent-framework-openai", "openai", "mcp")
-
     @classmethod
     def prepare(cls) -> None:
         """Import what the framework imports lazily (`agent_framework` loads its modules on first use; the openai

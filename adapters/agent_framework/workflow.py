@@ -21,16 +21,6 @@ from harness.contract.kit import until_done
 
 
 class AgentFrameworkWorkflowAdapter(AgentFrameworkAdapter):
-    name = "agent-framework-workflow"
-    stop_modes = {
-        "task_cancel": "task.cancel() on the asyncio task awaiting workflow.run(prompt) (non-streamed)",
-        "break": "leave the `async for event in workflow.run(prompt, stream=True)` loop (break)",
-        "pause": "side-effect tools need approval (request_info): approved until stop, then left unanswered",
-    }
-    resume_primitive = ("workflow.run(checkpoint_id=latest) on a freshly built workflow, from the "
-                        "FileCheckpointStorage in the trial folder; pending approvals answered approved")
-    packages = ("agent-framework-core", "agent-framework-openai", "agent-framework-orchestrations", "openai", "mcp")
-
     @classmethod
     def prepare(cls) -> None:
         super().prepare()

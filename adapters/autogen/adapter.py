@@ -28,18 +28,6 @@ MAX_MESSAGES = 10
 
 
 class AutogenAdapter(Adapter):
-    name = "autogen"
-    stop_modes = {
-        "token": "CancellationToken.cancel() on the token passed to team.run_stream(...)",
-        "external": "ExternalTermination.set() (OR-ed with TextMessageTermination | MaxMessageTermination)",
-        "task_cancel": "cancel the asyncio task that runs team.run(task=...)",
-        "break": "leave the `async for` loop over team.run_stream(...) (break)",
-        "pause": "team.pause() (calls on_pause of every participant via RPC)",
-    }
-    resume_primitive = "team.run() again on the same team with no new task (continues the previous task)"
-    environment = {"AUTOGEN_DISABLE_RUNTIME_TRACING": "true", "OTEL_SDK_DISABLED": "true"}
-    packages = ("autogen-agentchat", "autogen-core", "autogen-ext", "openai", "mcp")
-
     @classmethod
     def prepare(cls) -> None:
         import autogen_agentchat.teams  # noqa: F401
@@ -132,9 +120,6 @@ class AutogenLoadStateAdapter(AutogenAdapter):
     Run it with `stopbench run --adapter adapters.autogen.adapter:AutogenLoadStateAdapter`.
     """
 
-    name = "autogen-load-state"
-    resume_primitive = ("team.save_state() (JSON round trip) -> load_state() into a fresh team and agent -> "
-                        "run() with no new task (docs: tutorial/state.html)")
 
     async def resume(self) -> None:
         state = json.loads(json.dumps(await self.team.save_state()))  # as if written to disk and read back

@@ -11,6 +11,10 @@ import os
 import threading
 from typing import Any
 
+from crewai import LLM, Agent, CheckpointConfig, Crew, Task
+from crewai.hooks import HookAborted, register_before_llm_call_hook, unregister_before_llm_call_hook
+from crewai.tools import BaseTool
+from crewai.types.streaming import CrewStreamingOutput
 from pydantic import BaseModel, Field, create_model
 
 from harness.contract.adapter import Adapter
@@ -20,7 +24,6 @@ from harness.tools.catalogue import TOOL_SPECS
 # task_started is the one mid-task point a crew checkpoints: the docs' fine-grained llm_call_completed and
 # tool_usage_finished come from the LLM and the executor, where the listener finds no CheckpointConfig
 CHECKPOINT_EVENTS = ["task_started", "llm_call_completed", "tool_usage_finished", "task_completed"]
-RESUME_PATH = os.environ.get("STOPBENCH_CREWAI_RESUME", "checkpoint")  # checkpoint | rerun
 # the modes that fix the entry point; the others as user code: kickoff() on a thread (sync, MCP), akickoff() (async)
 ENTRY = {"abandon": "thread", "cancel_kickoff_async": "kickoff_async", "cancel_akickoff": "akickoff"}
 # run id -> ctx.tools, looked up by the tools: module-level BaseTool subclasses, which checkpoints restore
@@ -30,20 +33,6 @@ _ARGS: dict[str, type[BaseModel]] = {
     name: create_model(f"{name}_args", **{p: (str, Field(description=d)) for p, d in params.items()})
     for name, (_, params, _) in TOOL_SPECS.items()
 }
-
-ENVIRONMENT = {  # telemetry, tracking, tracing and the version check off before crewai is imported (below)
-    "CREWAI_DISABLE_TELEMETRY": "true", "OTEL_SDK_DISABLED": "true", "CREWAI_DISABLE_TRACKING": "true",
-    "CREWAI_TRACING_ENABLED": "false", "CREWAI_DISABLE_VERSION_CHECK": "true",
-    # resume restores the crew's step_callback from our own checkpoint (trusted data, in the trial folder):
-    # without this CrewAI refuses to resolve the callback's path and the restore fails
-    "CREWAI_DESERIALIZE_CALLBACKS": "1"}
-for _k, _v in ENVIRONMENT.items():
-    os.environ.setdefault(_k, _v)
-
-from crewai import LLM, Agent, CheckpointConfig, Crew, Task  # noqa: E402
-from crewai.hooks import HookAborted, register_before_llm_call_hook, unregister_before_llm_call_hook  # noqa: E402
-from crewai.tools import BaseTool  # noqa: E402
-from crewai.types.streaming import CrewStreamingOutput  # noqa: E402
 
 
 class WorldTool(BaseTool):
@@ -86,21 +75,8 @@ def abort_llm_call_if_cancelled(context: Any) -> None:  # a before_llm_call hook
 
 
 class CrewAIAdapter(Adapter):
-    name = "crewai"
-    stop_modes = {
-        "abandon": "crew.kickoff() on a worker thread; the caller stops waiting for it (a web UI's stop)",
-        "cancel_kickoff_async": "cancel the asyncio task awaiting crew.kickoff_async() (asyncio.to_thread(kickoff))",
-        "cancel_akickoff": "cancel the asyncio task awaiting crew.akickoff() (native async)",
-        "stream_close": "Crew(stream=True): the consumer leaves its chunk loop and calls close() (sync) / "
-                        "aclose() (async)",
-        "callback_flag": "a cancel flag checked in Crew(step_callback=...), raising once it is set",
-        "hook_abort": "a before_llm_call hook raising crewai.hooks.HookAborted once the flag is set",
-    }
-    resume_primitive = ("Crew.from_checkpoint(CheckpointConfig(restore_from=<newest checkpoint>)), kicked off "
-                        "again (STOPBENCH_CREWAI_RESUME=rerun: the same Crew kicked off again)")
-    environment = ENVIRONMENT
-    packages = ("crewai", "crewai-tools", "mcpadapt", "openai", "mcp")
-
+    #: resume by running the stopped Crew object again (the variant below), not from its newest checkpoint
+    rerun = False
     @classmethod
     def prepare(cls) -> None:  # crewai and crewai.hooks come with this module's own imports
         import crewai.llms.providers.openai.completion  # noqa: F401
@@ -177,8 +153,8 @@ class CrewAIAdapter(Adapter):
 
     async def resume(self) -> None:
         CANCEL.clear()
-        crew = self.crew  # STOPBENCH_CREWAI_RESUME=rerun: the same Crew object run again
-        if RESUME_PATH != "rerun":  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
+        crew = self.crew  # rerun: the same Crew object run again
+        if not self.rerun:  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
             files = glob.glob(os.path.join(glob.escape(str(self.checkpoints)), "**", "*.json"), recursive=True)
             if not files:
                 raise FileNotFoundError(f"no CrewAI checkpoint was written under {self.checkpoints} before the stop")
@@ -194,6 +170,15 @@ class CrewAIAdapter(Adapter):
             self.mcp.stop()
             self.mcp = None
         _TOOLS.pop(self.ctx.run_id, None)
+
+
+class CrewAIRerunAdapter(CrewAIAdapter):
+    """The other resume path a user has: the stopped Crew object kicked off again.
+
+    Run it with `stopbench run --adapter adapters.crewai.adapter:CrewAIRerunAdapter`.
+    """
+
+    rerun = True
 
 
 ADAPTER = CrewAIAdapter

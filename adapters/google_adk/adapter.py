@@ -27,24 +27,6 @@ WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runner
 
 
 class GoogleAdkAdapter(Adapter):
-    name = "google-adk"
-    stop_modes = {
-        "break": "break out of `async for event in runner.run_async(...)` (the dropped generator is closed by asyncio)",
-        "aclose": "break out of the run_async loop, then `await events.aclose()` on the generator",
-        "task_cancel": "task.cancel() on the asyncio task running the run_async loop",
-        "abort_signal": "runner.run_async(..., abort_signal=asyncio.Event()); event.set()",
-        "end_invocation": "before_model/before_tool callbacks set `_invocation_context.end_invocation = True` and skip "
-                          "the call once stop is pressed",
-        "sync_close": "sync runner.run(...) in a worker thread: break, then close() the generator",
-        "sync_abandon": "sync runner.run(...) in a worker thread: stop reading, leave the generator open",
-    }
-    resume_primitive = "runner.run_async(...) again on the same DatabaseSessionService session with the next message"
-    # the version history (framework.toml): run_async's abort_signal (and the sealing of an aborted invocation) came
-    # in 2.11; every other primitive is in all of its releases
-    modes_since = {"abort_signal": ("google-adk", "2.11")}
-    # OpenTelemetry: ADK records spans through the global provider; no exporter is configured, and the SDK is off
-    environment = {"OTEL_SDK_DISABLED": "true"}
-    packages = ("google-adk", "google-genai", "openai", "mcp", "sqlalchemy", "aiosqlite")
     #: the variant below: App(resumability_config=...) and resume by invocation_id
     resumable = False
 
@@ -198,10 +180,6 @@ class GoogleAdkResumableAdapter(GoogleAdkAdapter):
     Run it with `stopbench run --adapter adapters.google_adk.adapter:GoogleAdkResumableAdapter`.
     """
 
-    name = "google-adk-resumable"
-    stop_modes = {k: v for k, v in GoogleAdkAdapter.stop_modes.items() if k not in SYNC}
-    resume_primitive = ("App(resumability_config=ResumabilityConfig(is_resumable=True)); "
-                        "runner.run_async(invocation_id=<the stopped invocation>) on the same session")
     resumable = True
 
     async def resume(self) -> None:

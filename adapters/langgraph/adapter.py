@@ -27,26 +27,6 @@ STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for pro
 
 
 class LangGraphAdapter(Adapter):
-    name = "langgraph"
-    stop_modes = {
-        "cancel": "cancel the asyncio task running graph.astream(...)",
-        "drain": "RunControl.request_drain() passed as astream(control=...); ends with GraphDrained between steps",
-        "breakpoint": "compile(interrupt_before=['tools']); resume with astream(None, config) at each breakpoint "
-                      "until stop, then do not resume",
-        "break_sync": "break out of the sync graph.stream(...) loop (worker thread, flag checked between chunks)",
-    }
-    resume_primitive = ("astream(None, config) from AsyncSqliteSaver (sync stream(None, config) from SqliteSaver "
-                        "for break_sync), resumed at each breakpoint until the graph ends")
-    unsupported = {
-        ("break_sync", "async"): "LangGraph's sync graph.stream cannot call async-only tools "
-                                 "(StructuredTool does not support sync invocation)",
-        ("break_sync", "mcp"): "langchain-mcp-adapters tools are async-only; LangGraph's sync graph.stream cannot "
-                               "call them (StructuredTool does not support sync invocation)",
-    }
-    environment = {"LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
-    packages = ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langgraph-prebuilt",
-                "langchain-core", "langchain-openai", "langchain-mcp-adapters", "openai", "mcp", "aiosqlite")
-
     @classmethod
     def prepare(cls) -> None:
         import langchain_mcp_adapters.client  # noqa: F401

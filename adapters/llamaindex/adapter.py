@@ -30,22 +30,6 @@ NEXT_INPUT = "Continue where you stopped."
 
 
 class LlamaIndexAdapter(Adapter):
-    name = "llamaindex"
-    stop_modes = {
-        "cancel_run": "await handler.cancel_run() on the FunctionAgent's WorkflowHandler (WorkflowCancelledByUser)",
-        "break": "leave the `async for ev in handler.stream_events()` loop (break)",
-        "task_cancel": "task.cancel() on the asyncio task awaiting the handler (`await agent.run(...)`)",
-    }
-    # no modes_since: every primitive (cancel_run, stream_events, WorkflowCancelledByUser, Context.to_dict/from_dict,
-    # PickleSerializer) is older than the history's first release, llama-index-workflows 2.22 (README, Version history)
-    resume_primitive = ("Context.from_dict(agent, handler.ctx.to_dict(PickleSerializer()) saved at the stop) -> "
-                        "agent.run(ctx=restored) (a new user turn if the saved run was no longer running)")
-    # llama-index-core sends nothing anywhere by itself; its tiktoken and NLTK files ship in the wheel
-    # (llama_index/core/_static) and are used while TIKTOKEN_CACHE_DIR / NLTK_DATA are unset (README)
-    environment: dict[str, str] = {}
-    packages = ("llama-index-core", "llama-index-workflows", "llama-index-instrumentation", "llama-index-llms-openai",
-                "llama-index-llms-openai-like", "llama-index-tools-mcp", "openai", "mcp")
-
     @classmethod
     def prepare(cls) -> None:
         """Import the framework, and what its first run would import or load (in a forked subject that took 1-2.4 s
@@ -159,9 +143,6 @@ class LlamaIndexChatHistoryAdapter(LlamaIndexAdapter):
     Run it with `stopbench run --adapter adapters.llamaindex.adapter:LlamaIndexChatHistoryAdapter`.
     """
 
-    name = "llamaindex-chat-history"
-    resume_primitive = ("agent.run(user_msg=next input, chat_history=<the stopped run's memory: "
-                        "(await ctx.store.get('memory')).aget_all()>) on a fresh Context")
 
     async def _save(self) -> None:
         memory = await self.handler.ctx.store.get("memory", default=None)  # set by the run's first step

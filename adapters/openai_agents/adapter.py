@@ -23,25 +23,6 @@ STREAMED = ("break", "cancel_immediate", "cancel_after_turn")
 
 
 class OpenAIAgentsAdapter(Adapter):
-    name = "openai-agents"
-    stop_modes = {
-        "break": "leave the `async for event in result.stream_events()` loop (Runner.run_streamed)",
-        "cancel_immediate": "result.cancel(mode='immediate') on RunResultStreaming, then drain stream_events()",
-        "cancel_after_turn": "result.cancel(mode='after_turn') on RunResultStreaming, then drain stream_events()",
-        "task_cancel": "task.cancel() on the asyncio task awaiting Runner.run(...) (non-streamed)",
-        "approval": "tools need_approval: state.reject(pending interruption) + Runner.run(agent, state), "
-                    "no further approvals",
-        "cancel_immediate+state": "as cancel_immediate; resume from result.to_state() (RunState.from_string)",
-        "approval+state": "as approval; resume from the declined pause's RunState (from_string), approved",
-    }
-    resume_primitive = ("Runner.run again with the same SQLiteSession and the next user input "
-                        "(`+state` modes: Runner.run(agent, RunState.from_string(agent, saved)))")
-    # every primitive is older than the history's oldest release, openai-agents 0.20 (README "Version history"):
-    # cancel(mode=...) 0.4, RunState / to_state / needs_approval / require_approval 0.8, SQLiteSession 0.2
-    modes_since = {}
-    environment = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}
-    packages = ("openai-agents", "openai", "mcp")
-
     @classmethod
     def prepare(cls) -> None:
         import agents.mcp  # noqa: F401 (and `agents`)

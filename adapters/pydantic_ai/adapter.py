@@ -23,24 +23,6 @@ SYNC = ("sync_abandon", "sync_token")  # agent.run_sync(...) on a thread of its 
 
 
 class PydanticAIAdapter(Adapter):
-    name = "pydantic-ai"
-    stop_modes = {
-        "cancel": "AgentRun.cancel() on the agent.iter(...) handle, from the stop handler's task",
-        "token": "CancellationToken.cancel() on the token of agent.run(..., cancellation_token=token)",
-        "events_cancel": "AgentRunEvents.cancel() on the run_stream_events(...) handle; iteration ends in RunCancelled",
-        "stream_cancel": "await AgentStream.cancel() in agent.iter's node.stream(run.ctx) loop: this response only",
-        "break": "break out of `async for node in run` (agent.iter) at the next node, leaving its async with",
-        "break_events": "break out of `async for event in events` (run_stream_events) at the next event",
-        "task_cancel": "task.cancel() on the asyncio task awaiting agent.run(...)",
-        "sync_abandon": "agent.run_sync(...) on a worker thread; the caller stops waiting for it",
-        "sync_token": "agent.run_sync(..., cancellation_token=token) on a worker thread; token.cancel() from the loop",
-    }
-    resume_primitive = ("a new run with message_history = the stopped run's messages (RunCancelled.all_messages(), "
-                        "RunCancelled.from_cancellation(exc), the run handle's all_messages()), no new prompt")
-    environment = {"PYDANTIC_AI_NO_BANNER": "1", "OTEL_SDK_DISABLED": "true", "FASTMCP_CHECK_FOR_UPDATES": "off"}
-    packages = ("pydantic-ai-slim", "pydantic-graph", "openai", "fastmcp-slim", "mcp", "anyio")
-    # no `modes_since`: every mode's primitive is in all the releases of the version history (2.62-2.68, README)
-
     @classmethod
     def prepare(cls) -> None:
         import fastmcp.client.transports  # noqa: F401

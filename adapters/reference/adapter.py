@@ -19,40 +19,29 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from harness.contract.adapter import Adapter, McpServer
-from harness.contract.kit import OwnedContext, in_own_thread
+from harness.contract.adapter import McpServer
+from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread
 from harness.stop_button import NOT_SENT, StopPressed
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 from .checkpoint import Checkpoint
 
 
-class ReferenceAdapter(Adapter):
-    name = "reference"
-    stop_modes = {
-        "cancel": "cancel the loop task (closes the model stream), await sent tool calls, "
-                  "compensate every effect that committed after the stop",
-    }
-    resume_primitive = "run the loop again from its checkpoint of completed steps (idempotency key per step)"
-    packages = ("openai",)
-
+class ReferenceAdapter(KitAdapter):
     async def start(self) -> None:
-        ctx = self.ctx
-        self.client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="x", max_retries=0)
-        self.checkpoint = Checkpoint(ctx.workdir / "reference-checkpoint.json")
+        self.client = self.model_client(AsyncOpenAI)
+        self.on_close(self.client.close)
+        self.checkpoint = Checkpoint(self.ctx.workdir / "reference-checkpoint.json")
         self.inflight: set[asyncio.Task] = set()
         self.stop_ns: int | None = None
         self.mcp: OwnedContext | None = None
+        self.on_close(self._close_mcp)
         await self._open_mcp()
-        self.task = asyncio.create_task(self._loop())
-
-    async def wait(self) -> None:
-        await self.task
+        self.job = asyncio.create_task(self._loop())
 
     async def stop_cancel(self) -> None:
         self.stop_ns = time.monotonic_ns()
-        self.task.cancel()
-        await asyncio.wait({self.task})  # first the model stream: closed once the task has unwound
+        await self.stop_task_cancel()  # first the model stream: closed once the task has unwound
         await asyncio.gather(*self.inflight, return_exceptions=True)
         await self._compensate_late_effects()
         await self._close_mcp()
@@ -60,12 +49,8 @@ class ReferenceAdapter(Adapter):
     async def resume(self) -> None:
         self.stop_ns = None
         await self._open_mcp()
-        self.task = asyncio.create_task(self._loop())
-        await self.task
-
-    async def close(self) -> None:
-        await self._close_mcp()
-        await self.client.close()
+        self.job = asyncio.create_task(self._loop())
+        await self.job
 
     async def _open_mcp(self) -> None:
         if self.ctx.tool_style == "mcp" and self.mcp is None:

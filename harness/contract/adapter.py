@@ -4,6 +4,13 @@ An adapter presses the framework's own buttons, the way its documentation tells 
 nothing more. It never reads the ledger and never special-cases a scenario or an offset: what the
 framework does after the stop is what stopbench measures, so an adapter states no expected outcome.
 
+What an adapter declares about itself (`name`, `stop_modes`, `resume_primitive`, `tool_styles`, `unsupported`,
+`modes_since`, `environment`, `packages`) is data: a class defined in a framework folder gets it from the folder's
+framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry for a
+variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
+point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py, `KitAdapter`) owns the
+plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
+
 Lifecycle, driven by the trial inside one subject process; the adapter is made with the trial's
 context (`self.ctx`, and `self.mode`, the stop button this trial will press):
     start()      begin the job (return once it is running; do not wait for it to finish)
@@ -17,19 +24,20 @@ context (`self.ctx`, and `self.mode`, the stop button this trial will press):
 from __future__ import annotations
 
 import abc
+import functools
 import importlib.metadata
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from harness import ADAPTERS
-from harness.frameworks import release_key
+from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
 from harness.tools.toolbox import Toolbox
 
-TOOL_STYLES = ("sync", "async", "mcp")
 SYSTEM_PROMPT = "You are an assistant that gets the user's job done with the tools you have."
 
 
@@ -103,6 +111,7 @@ def stop_method_name(mode: str) -> str:
 
 
 class Adapter(abc.ABC):
+    #: the adapter's name in rows and on the command line (in a framework folder: the folder's, - for _)
     name: ClassVar[str]
     #: the framework this adapter measures (claims and the report group by it); default: `name`
     framework: ClassVar[str] = ""
@@ -123,6 +132,20 @@ class Adapter(abc.ABC):
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A class defined in a framework folder takes its declarations from the folder's framework.toml; the class
+        may not state them again (one place per fact)."""
+        super().__init_subclass__(**kwargs)
+        found = declared(cls)
+        if found is None:
+            return
+        framework, declaration = found
+        for attr, value in declaration.attributes().items():
+            if attr in cls.__dict__:
+                raise TypeError(f"{cls.__module__}.{cls.__qualname__}.{attr}: declared in "
+                                f"{framework.folder / MANIFEST}; state it there only")
+            setattr(cls, attr, value)
 
     def __init__(self, ctx: TrialContext):
         self.ctx = ctx
@@ -177,6 +200,23 @@ class Adapter(abc.ABC):
         if have != "not installed" and release_key(have) < release_key(first):
             return f"unsupported in {package} {have}: its primitive came in {first}"
         return None
+
+
+def declared(cls: type) -> tuple[Framework, Declaration] | None:
+    """The framework folder of the module that defines `cls` (a framework.toml beside it) and what it declares for
+    that class (its [[variants]] entry, else the framework's adapter); None outside a framework folder."""
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    if file is None or not (Path(file).resolve().parent / MANIFEST).exists():
+        return None
+    framework = _framework(Path(file).resolve().parent)
+    declaration = framework.declaration(cls.__module__, cls.__qualname__)
+    return (framework, declaration) if declaration is not None else None
+
+
+@functools.cache
+def _framework(folder: Path) -> Framework:
+    return load(folder)
 
 
 def package_versions(names: tuple[str, ...] | list[str]) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """`stopbench new-adapter NAME`: a new framework folder, copied from the template next to this file.
 
 The template (harness/contract/template/) is a real adapter: linted with the rest of the code and run
-through the contract tests by the test suite, so what a newcomer gets is known to work.
+through the contract tests by the test suite, so what a newcomer gets is known to work. It is the two files a
+framework is: adapter.py, a `KitAdapter` (harness/contract/kit.py) that is the framework's calls plus its stop
+buttons, and framework.toml, what it declares (dependencies, stop modes, resume, packages, environment).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ base64 (DecompressionStream unpacks it), so no page fetches anything.
 
 from __future__ import annotations
 
-import ast
 import base64
 import functools
 import gzip
@@ -36,37 +35,9 @@ TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_s
 
 
 def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
-    """(adapter name, mode) -> what the button presses, read from the adapters' source (`stop_modes`) without
-    importing any framework: the report runs where no framework is installed."""
-    texts: dict[tuple[str, str], str] = {}
-    for path in sorted((root / "adapters").glob("*/*.py")):
-        try:
-            tree = ast.parse(path.read_text())
-        except (OSError, SyntaxError):
-            continue
-        classes: dict[str, dict[str, Any]] = {}
-        for node in tree.body:
-            if not isinstance(node, ast.ClassDef):
-                continue
-            found: dict[str, Any] = {"bases": [b.id for b in node.bases if isinstance(b, ast.Name)]}
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                    key = stmt.targets[0].id
-                    if key in ("name", "stop_modes"):
-                        try:
-                            found[key] = ast.literal_eval(stmt.value)
-                        except ValueError:
-                            pass
-            classes[node.name] = found
-        for found in classes.values():
-            modes, seen = found.get("stop_modes"), found
-            while modes is None and seen.get("bases"):  # inherited from a class of the same module
-                seen = classes.get(seen["bases"][0], {})
-                modes = seen.get("stop_modes")
-            if isinstance(found.get("name"), str) and isinstance(modes, dict):
-                for mode, text in modes.items():
-                    texts[(found["name"], mode)] = str(text)
-    return texts
+    """(adapter name, mode) -> what the button presses, as the framework folders declare it (framework.toml, read
+    without importing any framework: the report runs where no framework is installed)."""
+    return {(d.name, mode): text for f in discover(root) for d in f.declarations for mode, text in d.stop_modes.items()}
 
 
 def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

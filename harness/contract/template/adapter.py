@@ -3,6 +3,7 @@
 It runs a minimal agent loop straight on the model API, so it passes the contract tests from the first
 minute; every TODO marks where My Framework's own calls replace it. Build the agent the way the
 framework's documentation shows, and give each stop button the framework has a `stop_<mode>` method.
+What the adapter declares (its stop modes, resume, packages, environment) is in framework.toml.
 """
 
 from __future__ import annotations
@@ -12,30 +13,22 @@ import json
 
 import httpx
 
-from harness.contract.adapter import Adapter
+from harness.contract.kit import KitAdapter
 from harness.tools.catalogue import openai_tool_definitions
 
 
-class MyFrameworkAdapter(Adapter):
-    name = "my-framework"
-    # TODO: one entry per stop button the framework offers: id -> the primitive it presses, one line;
-    # each id has a `stop_<id>` method below
-    stop_modes = {"cancel": "cancel the asyncio task that runs the agent"}
-    # TODO: how the framework continues a stopped run; leave empty if it cannot (resume() then raises NoResume)
-    resume_primitive = ""
-    # TODO: add "sync" and "mcp" once the framework's tools (ctx.tools) and MCP client (ctx.mcp) are wired in
-    tool_styles = ("async",)
-    # TODO: switch off the framework's telemetry / tracing / version checks here
-    environment: dict[str, str] = {}
-    # TODO: the distributions whose versions every row records, e.g. ("my-framework",)
-    packages = ("httpx",)
+class MyFrameworkAdapter(KitAdapter):
+    """KitAdapter owns `self.job`, the stop flag `self.stop_pressed`, wait(), the `task_cancel` button and close()
+    (which cancels a job still running, then calls what `self.on_close(...)` registered)."""
 
     @classmethod
     def prepare(cls) -> None:
         """TODO: import the framework here, so forked trials start warm."""
 
     async def start(self) -> None:
-        self.task = asyncio.create_task(self._run())
+        # TODO: build the framework's model client with the trial's settings, e.g.
+        # `self.client = self.model_client(AsyncOpenAI)` then `self.on_close(self.client.close)`
+        self.job = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
         # TODO: replace this minimal loop with the framework's agent and its tools: ctx.tools holds the
@@ -56,15 +49,8 @@ class MyFrameworkAdapter(Adapter):
                     result = await self.ctx.tools[fn["name"]](**json.loads(fn["arguments"]))
                     messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 
-    async def stop_cancel(self) -> None:
-        """TODO: press the framework's own button; return when the framework says it has stopped."""
-        self.task.cancel()
-
-    async def wait(self) -> None:
-        await self.task
-
-    async def close(self) -> None:
-        """TODO: close the framework's clients and MCP servers."""
+    # TODO: a `stop_<mode>` method for each further mode in framework.toml, pressing the framework's own button and
+    # returning when the framework says it has stopped (`self.flag_and_wait()` sets the stop flag the job checks)
 
 
 ADAPTER = MyFrameworkAdapter
