@@ -25,7 +25,7 @@ import contextlib
 import inspect
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from harness.contract.adapter import Adapter, TrialContext
 
@@ -152,6 +152,9 @@ class KitAdapter(Adapter):
     """
 
     job: asyncio.Future | None = None
+    #: close() cancels a job still running (an app shutting down); False leaves it to itself, for a framework
+    #: whose users close their clients under a run they stopped waiting for
+    cancel_on_close: ClassVar[bool] = True
 
     def __init__(self, ctx: TrialContext):
         super().__init__(ctx)
@@ -187,8 +190,9 @@ class KitAdapter(Adapter):
         self._closers.append(closer)
 
     async def close(self) -> None:
-        """Cancel the job if it is still running and wait until it has ended; then the closers (on_close)."""
-        if self.job is not None and not self.job.done():
+        """Cancel the job if it is still running (cancel_on_close) and wait until it has ended; then the closers
+        (on_close)."""
+        if self.cancel_on_close and self.job is not None and not self.job.done():
             self.job.cancel()
             await until_done(self.job)
         while self._closers:
