@@ -14,15 +14,13 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import OwnedContext, until_done
+from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext
 from harness.tools.catalogue import TOOL_KIND
 
-NEXT_INPUT = "Continue where you stopped."
 STREAMED = ("break", "cancel_immediate", "cancel_after_turn")
 
 
-class OpenAIAgentsAdapter(Adapter):
+class OpenAIAgentsAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:
         import agents.mcp  # noqa: F401 (and `agents`)
@@ -36,9 +34,11 @@ class OpenAIAgentsAdapter(Adapter):
         set_tracing_disabled(True)
         self.button = self.mode.split("+")[0]  # the job runs as its button needs; `+state` changes only resume
         self.resume_from_state = self.mode.endswith("+state")
-        self.client = AsyncOpenAI(base_url=self.ctx.model_base_url, api_key="x", max_retries=0)
+        self.client = self.model_client(AsyncOpenAI)
+        self.on_close(self.client.close)
         self.session = SQLiteSession(self.ctx.run_id, self.ctx.workdir / "openai-agents-session.db")
-        self.stop_pressed, self.declined = asyncio.Event(), asyncio.Event()  # declined: approval rejected a pending one
+        self.on_close(self.session.close)
+        self.declined = asyncio.Event()  # approval rejected a pending one
         self.result: Any = None  # the RunResultStreaming of a streamed run
         self.saved_state: str | None = None  # RunState.to_string() for the `+state` resume
         self.mcp: OwnedContext | None = None
@@ -47,36 +47,28 @@ class OpenAIAgentsAdapter(Adapter):
             gate = {name: "always" for name in TOOL_KIND} if self.button == "approval" else None
             self.mcp = await OwnedContext.open(
                 lambda: MCPServerStdio(params=self.ctx.mcp.params(), name="world", require_approval=gate))
+            self.on_close(self.mcp.close)
         self.agent = self._agent()
         self.job = self._launch(self.ctx.prompt)
 
-    async def stop_break(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next event
-        await until_done(self.job)
+    # --- the stop buttons (task_cancel: KitAdapter's) ------------------------------------------------
+
+    stop_break = KitAdapter.flag_and_wait  # the loop leaves at its next event
 
     async def stop_cancel_immediate(self) -> None:
         self.result.cancel(mode="immediate")
-        await until_done(self.job)  # the job keeps draining stream_events() until it ends
+        await self.until_done()  # the job keeps draining stream_events() until it ends
 
     async def stop_cancel_after_turn(self) -> None:
         self.result.cancel(mode="after_turn")
-        await until_done(self.job)  # the job keeps draining stream_events() until it ends
-
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
+        await self.until_done()  # the job keeps draining stream_events() until it ends
 
     async def stop_approval(self) -> None:
         self.stop_pressed.set()  # takes effect at the next approval the run asks for
-        declined = asyncio.ensure_future(self.declined.wait())
-        await asyncio.wait({self.job, declined}, return_when=asyncio.FIRST_COMPLETED)
-        declined.cancel()
+        await self.until(self.declined)
 
     stop_cancel_immediate_state = stop_cancel_immediate
     stop_approval_state = stop_approval
-
-    async def wait(self) -> None:
-        await self.job
 
     async def resume(self) -> None:
         self.stop_pressed.clear()
@@ -90,15 +82,6 @@ class OpenAIAgentsAdapter(Adapter):
                 input.approve(item)
         self.job = self._launch(input)
         await self.job
-
-    async def close(self) -> None:
-        if not self.job.done():
-            self.job.cancel()
-            await until_done(self.job)
-        if self.mcp is not None:
-            await self.mcp.close()
-        self.session.close()
-        await self.client.close()
 
     def _agent(self) -> Any:
         from agents import Agent, OpenAIResponsesModel, function_tool

@@ -14,15 +14,14 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import OwnedContext, in_own_thread, until_done
+from harness.contract.kit import RETRIES, KitAdapter, OwnedContext, in_own_thread
 
 ITER = ("cancel", "break", "stream_cancel")  # async with agent.iter(...) as run: async for node in run
 EVENTS = ("events_cancel", "break_events")  # async with agent.run_stream_events(...) as events
 SYNC = ("sync_abandon", "sync_token")  # agent.run_sync(...) on a thread of its own (a sync web handler)
 
 
-class PydanticAIAdapter(Adapter):
+class PydanticAIAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:
         import fastmcp.client.transports  # noqa: F401
@@ -34,7 +33,6 @@ class PydanticAIAdapter(Adapter):
             _warm_up()
 
     async def start(self) -> None:
-        self.stop_pressed = asyncio.Event()  # for the loops that check it (break*, stream_cancel)
         self.response_cancelled = asyncio.Event()  # stream_cancel: the response streaming at the press was cancelled
         self.handle: Any = None  # the AgentRun / AgentRunEvents of the running job, once entered
         self.entered = asyncio.Event()
@@ -43,6 +41,8 @@ class PydanticAIAdapter(Adapter):
         # an async app holds the agent open for its life (docs/mcp/client.md: `async with agent` starts and stops
         # stdio servers and closes the provider's HTTP client); a sync handler cannot, each run_sync opens its own
         self.app = None if self.mode in SYNC else await OwnedContext.open(lambda: self.agent)
+        if self.app is not None:
+            self.on_close(self.app.close)
         self.job = self._launch(self.ctx.prompt, None)
 
     def _agent(self) -> Any:
@@ -52,9 +52,8 @@ class PydanticAIAdapter(Adapter):
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        model = OpenAIChatModel(self.ctx.model_name,
-                                provider=OpenAIProvider(base_url=self.ctx.model_base_url, api_key="x"),
-                                settings=ModelSettings(max_retries=0))  # the openai client's retries: none
+        model = OpenAIChatModel(self.ctx.model_name, provider=OpenAIProvider(**self.client_settings(retries=False)),
+                                settings=ModelSettings(**RETRIES))  # the openai client's retries
         toolsets = [MCPToolset(StdioTransport(**self.ctx.mcp.params()))] if self.ctx.tool_style == "mcp" else []
         # sync tools run on anyio worker threads (pydantic_ai/_utils.py run_in_executor)
         return Agent(model, instructions=self.ctx.system_prompt, tools=list(self.ctx.tools.values()),
@@ -135,50 +134,30 @@ class PydanticAIAdapter(Adapter):
             raise
         self.history = result.all_messages()
 
-    # --- the stop buttons -------------------------------------------------------------------------
-
-    async def _until(self, event: asyncio.Event) -> None:
-        """Until `event` is set or the job has ended."""
-        waiting = asyncio.ensure_future(event.wait())
-        await asyncio.wait({waiting, self.job}, return_when=asyncio.FIRST_COMPLETED)
-        waiting.cancel()
+    # --- the stop buttons (task_cancel: KitAdapter's) ------------------------------------------------
 
     async def stop_cancel(self) -> None:
-        await self._until(self.entered)  # the handle exists once the job has entered its `async with`
+        await self.until(self.entered)  # the handle exists once the job has entered its `async with`
         if self.handle is not None:
             self.handle.cancel()
-        await until_done(self.job)
+        await self.until_done()
 
     stop_events_cancel = stop_cancel
 
     async def stop_token(self) -> None:
         self.token.cancel()
-        await until_done(self.job)
+        await self.until_done()
 
     stop_sync_token = stop_token
-
-    async def stop_break(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next node / event / chunk
-        await until_done(self.job)
-
-    stop_break_events = stop_break
+    stop_break = stop_break_events = KitAdapter.flag_and_wait  # the loop leaves at its next node / event
 
     async def stop_stream_cancel(self) -> None:
         """Returns once the response streaming at (or after) the press is cancelled: the run itself goes on."""
         self.stop_pressed.set()
-        await self._until(self.response_cancelled)
-
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
+        await self.until(self.response_cancelled)
 
     async def stop_sync_abandon(self) -> None:
-        """The caller stops waiting: the handler's thread is left to itself."""
-
-    # --- lifecycle --------------------------------------------------------------------------------
-
-    async def wait(self) -> None:
-        await self.job
+        """The caller stops waiting: the handler's thread is left to itself (close() cannot end it either)."""
 
     async def resume(self) -> None:
         self.stop_pressed.clear()
@@ -190,13 +169,6 @@ class PydanticAIAdapter(Adapter):
         # no messages kept (an abandoned handler still running, or nothing came back): the user asks again
         self.job = self._launch(None if history else self.ctx.prompt, history or None)
         await self.job
-
-    async def close(self) -> None:
-        if not self.job.done():  # an abandoned run_sync thread goes on: nothing can end it
-            self.job.cancel()
-            await until_done(self.job)
-        if self.app is not None:
-            await self.app.close()
 
 
 def _warm_up() -> None:
