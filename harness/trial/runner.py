@@ -11,6 +11,7 @@ import itertools
 import os
 import select
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -251,6 +252,7 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
     if not rows:
         return
+    from harness.results import schema
     from harness.results.schema import label
 
     statuses = Counter(r["status"] for r in rows)
@@ -264,8 +266,8 @@ def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
         ok = [r for r in rs if r["status"] == "ok"]
 
         def med(key: str, rows: list[dict[str, Any]] = ok) -> str:
-            vals = sorted(r[key] for r in rows if r.get(key) is not None)
-            return "-" if not vals else f"{vals[len(vals) // 2]:g}"
+            vals = [r[key] for r in rows if r.get(key) is not None]
+            return schema.field(key).number(statistics.median(vals) if vals else None)
 
         cells = "".join(f"{med(k):>{width[k]}}" for k in CONSOLE_FIELDS)
         print(f"{mode:<22}{len(rs):>7}{len(ok):>5}{cells}", file=log)
