@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
-import threading
 from typing import Any
 
 from crewai import LLM, Agent, CheckpointConfig, Crew, Task
@@ -17,8 +16,7 @@ from crewai.tools import BaseTool
 from crewai.types.streaming import CrewStreamingOutput
 from pydantic import BaseModel, Field, create_model
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import in_own_thread, until_done
+from harness.contract.kit import Flag, KitAdapter, in_own_thread
 from harness.tools.catalogue import TOOL_SPECS
 
 # task_started is the one mid-task point a crew checkpoints: the docs' fine-grained llm_call_completed and
@@ -59,9 +57,10 @@ class CrewStopped(Exception):
     """Raised by the step callback once the user pressed stop (the article's cooperative flag)."""
 
 
-# The cancel flag. CrewAI checkpoints a callback only as a reference to a module-level named function (a bound
-# method "will prevent checkpointing"), so the callback, the hook and their flag live here (one trial/process).
-CANCEL = threading.Event()
+# The stop flag. CrewAI checkpoints a callback only as a reference to a module-level named function (a bound
+# method "will prevent checkpointing"), so the callback, the hook and their flag live here (one trial/process):
+# the adapter's stop_pressed is this flag.
+CANCEL = Flag()
 
 
 def raise_if_cancelled(step: Any) -> None:  # Crew(step_callback=...): the article's workaround
@@ -74,7 +73,8 @@ def abort_llm_call_if_cancelled(context: Any) -> None:  # a before_llm_call hook
         raise HookAborted("the user pressed stop")
 
 
-class CrewAIAdapter(Adapter):
+class CrewAIAdapter(KitAdapter):
+    cancel_on_close = False  # close() leaves a kickoff still running alone
     #: resume by running the stopped Crew object again (the variant below), not from its newest checkpoint
     rerun = False
     @classmethod
@@ -87,21 +87,24 @@ class CrewAIAdapter(Adapter):
         ctx = self.ctx
         os.environ["CREWAI_STORAGE_DIR"] = str(ctx.workdir / "crewai")
         self.checkpoints = ctx.workdir / "crewai-checkpoints"
-        CANCEL.clear()
-        self.mcp = self.hook = None
+        self.stop_pressed = CANCEL  # the flag the step callback and the hook read
+        self.stop_pressed.clear()
         _TOOLS[ctx.run_id] = ctx.tools
+        self.on_close(lambda: _TOOLS.pop(ctx.run_id, None))
         self.entry = ENTRY.get(self.mode) or ("akickoff" if ctx.tool_style == "async" else "thread")
         if self.mode == "hook_abort":
-            self.hook = abort_llm_call_if_cancelled
-            register_before_llm_call_hook(self.hook)
+            register_before_llm_call_hook(abort_llm_call_if_cancelled)
         cls = AsyncWorldTool if ctx.tool_style == "async" else WorldTool
         tools = [cls(name=n, description=TOOL_SPECS[n][2], args_schema=_ARGS[n], run_id=ctx.run_id) for n in ctx.tools]
         if ctx.tool_style == "mcp":  # ctx.tools is empty: the server's tools through crewai-tools' MCP adapter
             from crewai_tools import MCPServerAdapter
             from mcp import StdioServerParameters
-            self.mcp = MCPServerAdapter(StdioServerParameters(**ctx.mcp.params()))  # stopped in close()
-            tools = list(self.mcp.tools)
-        llm = LLM(model=f"openai/{ctx.model_name}", base_url=ctx.model_base_url, api_key="x", max_retries=0)
+            mcp = MCPServerAdapter(StdioServerParameters(**ctx.mcp.params()))
+            self.on_close(mcp.stop)
+            tools = list(mcp.tools)
+        if self.mode == "hook_abort":  # unregistered first in close(), then the MCP server stopped
+            self.on_close(lambda: unregister_before_llm_call_hook(abort_llm_call_if_cancelled))
+        llm = self.model_client(LLM, model=f"openai/{ctx.model_name}")
         agent = Agent(role="Assistant", goal=ctx.system_prompt, backstory="You work for the user.",
                       llm=llm, tools=tools, allow_delegation=False)
         task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.", agent=agent)
@@ -120,7 +123,7 @@ class CrewAIAdapter(Adapter):
         out = crew.kickoff()
         if isinstance(out, CrewStreamingOutput):
             for _chunk in out:
-                if CANCEL.is_set():
+                if self.stop_pressed.is_set():
                     break
             out.close()
         return out
@@ -129,7 +132,7 @@ class CrewAIAdapter(Adapter):
         out = await (crew.kickoff_async() if self.entry == "kickoff_async" else crew.akickoff())
         if isinstance(out, CrewStreamingOutput):
             async for _chunk in out:
-                if CANCEL.is_set():
+                if self.stop_pressed.is_set():
                     break
             await out.aclose()
         return out
@@ -137,22 +140,13 @@ class CrewAIAdapter(Adapter):
     async def stop_abandon(self) -> None:
         pass  # the caller stops waiting: nothing is pressed in the framework
 
-    async def stop_cancel_kickoff_async(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)  # stopped: the kickoff call (or the stream consumer) has ended
-
-    async def stop_stream_close(self) -> None:  # the consumer closes the stream at its next chunk
-        CANCEL.set()
-        await until_done(self.job)
-
-    stop_cancel_akickoff = stop_cancel_kickoff_async
-    stop_callback_flag = stop_hook_abort = stop_stream_close  # the step callback / the hook sees the flag
-
-    async def wait(self) -> None:
-        await self.job
+    # stopped once the kickoff call (or the stream consumer) has ended
+    stop_cancel_kickoff_async = stop_cancel_akickoff = KitAdapter.stop_task_cancel
+    # the consumer closes the stream at its next chunk; the step callback / the hook sees the flag
+    stop_stream_close = stop_callback_flag = stop_hook_abort = KitAdapter.flag_and_wait
 
     async def resume(self) -> None:
-        CANCEL.clear()
+        self.stop_pressed.clear()
         crew = self.crew  # rerun: the same Crew object run again
         if not self.rerun:  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
             files = glob.glob(os.path.join(glob.escape(str(self.checkpoints)), "**", "*.json"), recursive=True)
@@ -161,15 +155,6 @@ class CrewAIAdapter(Adapter):
             crew = Crew.from_checkpoint(CheckpointConfig(restore_from=max(files, key=os.path.getmtime)))
         self.job = self._begin(crew)
         await self.job
-
-    async def close(self) -> None:
-        if self.hook is not None:
-            unregister_before_llm_call_hook(self.hook)
-            self.hook = None
-        if self.mcp is not None:
-            self.mcp.stop()
-            self.mcp = None
-        _TOOLS.pop(self.ctx.run_id, None)
 
 
 class CrewAIRerunAdapter(CrewAIAdapter):
