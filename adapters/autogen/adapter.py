@@ -17,8 +17,7 @@ import asyncio
 import json
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import until_done
+from harness.contract.kit import KitAdapter
 
 MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
               "structured_output": False, "multiple_system_messages": True}
@@ -27,7 +26,9 @@ MAX_TOOL_ITERATIONS = 20  # inbox_triage needs 5 sequential tool turns inside on
 MAX_MESSAGES = 10
 
 
-class AutogenAdapter(Adapter):
+class AutogenAdapter(KitAdapter):
+    cancel_on_close = False  # close() leaves a run still going (after `pause`) alone
+
     @classmethod
     def prepare(cls) -> None:
         import autogen_agentchat.teams  # noqa: F401
@@ -40,21 +41,21 @@ class AutogenAdapter(Adapter):
         from autogen_ext.models.openai import OpenAIChatCompletionClient
 
         ctx = self.ctx
-        self.model_client = OpenAIChatCompletionClient(
-            model=ctx.model_name, base_url=ctx.model_base_url, api_key="x", model_info=MODEL_INFO, max_retries=0)
+        self.client = self.model_client(OpenAIChatCompletionClient, model=ctx.model_name, model_info=MODEL_INFO)
+        self.on_close(self.client.close)
         self.tools: list[Any] | None = None
         self.workbench = None
         if ctx.tool_style == "mcp":
             from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
 
             self.workbench = McpWorkbench(StdioServerParams(**ctx.mcp.params()))
-            await self.workbench.start()  # what `async with McpWorkbench(...)` enters; stop() is in close()
+            self.on_close(self.workbench.stop)
+            await self.workbench.start()  # what `async with McpWorkbench(...)` enters
             await self.workbench.list_tools()  # start() only spawns the session actor: wait until it serves
         else:
             self.tools = [FunctionTool(fn, description=fn.__doc__) for fn in ctx.tools.values()]
         self.team, self.external = self._team()
         self.token = CancellationToken()
-        self._leave = False
         if self.mode == "task_cancel":
             self.job = asyncio.create_task(self.team.run(task=ctx.prompt))
         else:
@@ -67,7 +68,7 @@ class AutogenAdapter(Adapter):
         from autogen_agentchat.teams import RoundRobinGroupChat
 
         agent = AssistantAgent(
-            AGENT, model_client=self.model_client, tools=self.tools, workbench=self.workbench,
+            AGENT, model_client=self.client, tools=self.tools, workbench=self.workbench,
             system_message=self.ctx.system_prompt, model_client_stream=True, reflect_on_tool_use=False,
             max_tool_iterations=MAX_TOOL_ITERATIONS)
         external = ExternalTermination()
@@ -77,41 +78,26 @@ class AutogenAdapter(Adapter):
     async def _run_stream(self, task: str) -> None:
         """The application's loop over the team's stream (what a chat UI runs)."""
         async for _message in self.team.run_stream(task=task, cancellation_token=self.token):
-            if self._leave:
+            if self.stop_pressed.is_set():
                 break
 
     # --- the stop buttons: each returns when the application's call to the team has returned or raised ---
 
     async def stop_token(self) -> None:
         self.token.cancel()
-        await until_done(self.job)
+        await self.until_done()
 
     async def stop_external(self) -> None:
         self.external.set()
-        await until_done(self.job)
+        await self.until_done()
 
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
-
-    async def stop_break(self) -> None:
-        self._leave = True
-        await until_done(self.job)
+    stop_break = KitAdapter.flag_and_wait  # the loop leaves at its next message
 
     async def stop_pause(self) -> None:
         await self.team.pause()  # returns when team.pause() does
 
-    async def wait(self) -> None:
-        await asyncio.shield(self.job)
-
     async def resume(self) -> None:
         await self.team.run()  # no task: "continue the previous task" (BaseGroupChat.run docstring)
-
-    async def close(self) -> None:
-        if self.workbench is not None:
-            workbench, self.workbench = self.workbench, None
-            await workbench.stop()
-        await self.model_client.close()
 
 
 class AutogenLoadStateAdapter(AutogenAdapter):
@@ -119,7 +105,6 @@ class AutogenLoadStateAdapter(AutogenAdapter):
 
     Run it with `stopbench run --adapter adapters.autogen.adapter:AutogenLoadStateAdapter`.
     """
-
 
     async def resume(self) -> None:
         state = json.loads(json.dumps(await self.team.save_state()))  # as if written to disk and read back
