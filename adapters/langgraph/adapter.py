@@ -16,17 +16,17 @@ the input again if the stop came before the thread's first checkpoint.
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import in_own_thread, until_done
+from harness.contract.kit import KitAdapter, in_own_thread
 
 MODEL_NODE, TOOL_NODE = "agent", "tools"
 STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress
 
 
-class LangGraphAdapter(Adapter):
+class LangGraphAdapter(KitAdapter):
+    cancel_on_close = False  # checkpointers are opened per run, MCP sessions per tool call: close() holds nothing
+
     @classmethod
     def prepare(cls) -> None:
         import langchain_mcp_adapters.client  # noqa: F401
@@ -55,8 +55,7 @@ class LangGraphAdapter(Adapter):
         from langgraph.graph import START, MessagesState, StateGraph
         from langgraph.prebuilt import ToolNode, tools_condition
 
-        llm = ChatOpenAI(base_url=self.ctx.model_base_url, api_key="x", model=self.ctx.model_name,
-                         streaming=True, max_retries=0).bind_tools(self.tools)
+        llm = self.model_client(ChatOpenAI, model=self.ctx.model_name, streaming=True).bind_tools(self.tools)
 
         if sync:
             def agent(state: MessagesState) -> dict:
@@ -81,7 +80,6 @@ class LangGraphAdapter(Adapter):
         self.db = str(ctx.workdir / "langgraph-checkpoints.sqlite")
         self.config = {"configurable": {"thread_id": ctx.run_id}}
         self.tools = await self._tools()
-        self.stop_pressed = threading.Event()
         self.inputs = {"messages": [("system", ctx.system_prompt), ("user", ctx.prompt)]}
         self.job = self._begin(self.inputs)
 
@@ -127,31 +125,19 @@ class LangGraphAdapter(Adapter):
 
     # --- the stop buttons: each returns when the run call has returned (LangGraph says it has stopped) ---
 
-    async def stop_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
+    stop_cancel = KitAdapter.stop_task_cancel
 
     async def stop_drain(self) -> None:
         self.control.request_drain("user pressed stop")
-        await until_done(self.job)
+        await self.until_done()
 
-    async def stop_breakpoint(self) -> None:
-        """breakpoint: not resumed at the next breakpoint; break_sync: the loop breaks at the next chunk."""
-        self.stop_pressed.set()
-        await until_done(self.job)
-
-    stop_break_sync = stop_breakpoint
-
-    async def wait(self) -> None:
-        await self.job
+    # breakpoint: not resumed at the next breakpoint; break_sync: the loop breaks at the next chunk
+    stop_breakpoint = stop_break_sync = KitAdapter.flag_and_wait
 
     async def resume(self) -> None:
-        self.stop_pressed = threading.Event()
+        self.stop_pressed.clear()  # before the sync handler's thread starts
         self.job = self._begin(None)
         await self.job
-
-    async def close(self) -> None:
-        pass  # checkpointers are opened per run; MCP sessions per tool call
 
 
 ADAPTER = LangGraphAdapter
