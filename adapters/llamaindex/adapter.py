@@ -23,13 +23,10 @@ import asyncio
 import json
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import until_done
-
-NEXT_INPUT = "Continue where you stopped."
+from harness.contract.kit import NEXT_INPUT, KitAdapter
 
 
-class LlamaIndexAdapter(Adapter):
+class LlamaIndexAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:
         """Import the framework, and what its first run would import or load (in a forked subject that took 1-2.4 s
@@ -53,11 +50,10 @@ class LlamaIndexAdapter(Adapter):
         from llama_index.llms.openai_like import OpenAILike
 
         ctx = self.ctx
-        llm = OpenAILike(model=ctx.model_name, api_base=ctx.model_base_url, api_key="x", max_retries=0,
-                         is_chat_model=True, is_function_calling_model=True)
+        llm = self.model_client(OpenAILike, url="api_base", model=ctx.model_name, is_chat_model=True,
+                                is_function_calling_model=True)
         self.agent = FunctionAgent(name="assistant", tools=await self._tools(), llm=llm,
                                    system_prompt=ctx.system_prompt)
-        self.stop_pressed = False
         self.saved: dict[str, Any] | None = None  # the Context the application keeps at the stop
         self.job = self._launch(user_msg=ctx.prompt)
 
@@ -81,7 +77,7 @@ class LlamaIndexAdapter(Adapter):
     async def _stream(self) -> None:
         """The streaming docs' loop: events as they come, then the result."""
         async for _event in self.handler.stream_events():
-            if self.stop_pressed and self.mode == "break":
+            if self.stop_pressed.is_set() and self.mode == "break":
                 return  # the application stops reading; nothing else is pressed
         await self.handler  # after cancel_run: raises WorkflowCancelledByUser
 
@@ -92,17 +88,15 @@ class LlamaIndexAdapter(Adapter):
 
     async def stop_cancel_run(self) -> None:
         await self.handler.cancel_run()
-        await until_done(self.job)
+        await self.until_done()
         await self._save()
 
     async def stop_break(self) -> None:
-        self.stop_pressed = True  # the loop leaves at its next event
-        await until_done(self.job)
+        await self.flag_and_wait()  # the loop leaves at its next event
         await self._save()
 
     async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
+        await super().stop_task_cancel()
         await self._save()
 
     async def _save(self) -> None:
@@ -112,10 +106,7 @@ class LlamaIndexAdapter(Adapter):
 
         self.saved = json.loads(json.dumps(self.handler.ctx.to_dict(serializer=PickleSerializer())))
 
-    # --- wait, resume, close ----------------------------------------------------------------------------------
-
-    async def wait(self) -> None:
-        await asyncio.shield(self.job)
+    # --- resume (close: KitAdapter's; MCP: BasicMCPClient opens a session, a server process, per call) ----------
 
     async def resume(self) -> None:
         from workflows import Context
@@ -124,17 +115,11 @@ class LlamaIndexAdapter(Adapter):
         if self.saved is None:
             raise RuntimeError("no Context was saved at the stop")
         restored = Context.from_dict(self.agent, self.saved, serializer=PickleSerializer())
-        self.stop_pressed = False
+        self.stop_pressed.clear()
         # a run that was still going continues from its saved state; one that had ended gets the next turn
         self.job = self._launch(ctx=restored) if restored.is_running else \
             self._launch(ctx=restored, user_msg=NEXT_INPUT)
         await self.job
-
-    async def close(self) -> None:
-        if not self.job.done():
-            self.job.cancel()
-            await until_done(self.job)
-        # MCP: BasicMCPClient opens a session (a server process) per call and closes it; nothing is held
 
 
 class LlamaIndexChatHistoryAdapter(LlamaIndexAdapter):
@@ -153,7 +138,7 @@ class LlamaIndexChatHistoryAdapter(LlamaIndexAdapter):
 
         # the user's message is in the application's transcript even when the run stopped before recording it
         history = getattr(self, "history", None) or [ChatMessage(role="user", content=self.ctx.prompt)]
-        self.stop_pressed = False
+        self.stop_pressed.clear()
         self.job = self._launch(user_msg=NEXT_INPUT, chat_history=history)
         await self.job
 
