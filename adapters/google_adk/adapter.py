@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import threading
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import in_own_thread, until_done
+from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, until_done
 
 APP, USER = "stopbench", "user"
-NEXT_INPUT = "Continue where you stopped."
 STOPPED = "Stopped by the user."
 SYNC = ("sync_close", "sync_abandon")
 WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runners",
@@ -26,7 +23,7 @@ WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runner
         "google.adk.tools.mcp_tool", "openai.resources.chat", "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite")
 
 
-class GoogleAdkAdapter(Adapter):
+class GoogleAdkAdapter(KitAdapter):
     #: the variant below: App(resumability_config=...) and resume by invocation_id
     resumable = False
 
@@ -47,14 +44,17 @@ class GoogleAdkAdapter(Adapter):
         from openai import AsyncOpenAI
 
         ctx = self.ctx
-        self.client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="x", max_retries=0)  # retries: only via client
+        self.client = self.model_client(AsyncOpenAI)  # retries: only via the client
+        self.on_close(self.client.close)
         self.sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{ctx.workdir / 'adk-sessions.db'}")
+        self.on_close(self.sessions.close)
         await self.sessions.create_session(app_name=APP, user_id=USER, session_id=ctx.run_id)
         resumability = ResumabilityConfig(is_resumable=True) if self.resumable else None
         app = App(name=APP, root_agent=self._agent(), resumability_config=resumability)
         self.runner = Runner(app=app, session_service=self.sessions)
-        self.stop_pressed = threading.Event()  # read by the job's loop, the callbacks and the sync handler's thread
+        self.on_close(self.runner.close)  # closes the toolsets (the MCP server) of the agent tree
         self.abandoned: Any = None  # sync_abandon: the generator the handler stopped reading
+        self.on_close(self._close_abandoned)
         self.job = self._launch(ctx.prompt)
 
     def _agent(self) -> Any:
@@ -140,37 +140,21 @@ class GoogleAdkAdapter(Adapter):
 
     # --- the stop buttons: each returns when the loop that reads the events has ended ---------------------
 
-    async def stop_break(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next event
-        await until_done(self.job)
-
-    stop_aclose = stop_sync_close = stop_sync_abandon = stop_end_invocation = stop_break
-
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
+    # break, aclose, the sync modes: the loop leaves at its next event; end_invocation: the callbacks end it
+    stop_break = stop_aclose = stop_sync_close = stop_sync_abandon = stop_end_invocation = KitAdapter.flag_and_wait
 
     async def stop_abort_signal(self) -> None:
         self.abort.set()
-        await until_done(self.job)
-
-    async def wait(self) -> None:
-        await self.job
+        await self.until_done()
 
     async def resume(self) -> None:
         self.stop_pressed.clear()
         self.job = self._launch(NEXT_INPUT)
         await self.job
 
-    async def close(self) -> None:
-        if not self.job.done():
-            self.job.cancel()
-            await until_done(self.job)
+    async def _close_abandoned(self) -> None:
         if self.abandoned is not None:  # the app shuts down: the handler's generator is closed at last
             await until_done(in_own_thread(self.abandoned.close, name="adk-close"))
-        await self.runner.close()  # closes the toolsets (the MCP server) of the agent tree
-        await self.sessions.close()
-        await self.client.close()
 
 
 class GoogleAdkResumableAdapter(GoogleAdkAdapter):
