@@ -17,14 +17,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.contract.adapter import Adapter
-from harness.contract.kit import OwnedContext, until_done
+from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext
 from harness.tools.catalogue import TOOL_KIND
 
-NEXT_INPUT = "Continue where you stopped."
 
-
-class AgentFrameworkAdapter(Adapter):
+class AgentFrameworkAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:
         """Import what the framework imports lazily (`agent_framework` loads its modules on first use; the openai
@@ -42,16 +39,18 @@ class AgentFrameworkAdapter(Adapter):
         from openai import AsyncOpenAI
 
         # the client the docs' `async_client=` takes, so that its retries can be 0 (OpenAIChatClient has no knob)
-        self.openai = AsyncOpenAI(base_url=self.ctx.model_base_url, api_key="x", max_retries=0)
-        self.stop_pressed = asyncio.Event()
+        self.openai = self.model_client(AsyncOpenAI)
+        self.on_close(self.openai.close)
         self.agent = self._agent()
-        self.opened = await self._open_mcp()
+        await self._open_mcp()
         self.session = self.agent.create_session()
         self.job = self._launch(self.ctx.prompt)
 
-    async def _open_mcp(self) -> OwnedContext | None:
+    async def _open_mcp(self) -> None:
         """`async with agent` connects its MCPStdioTool; held by a task of its own from start() to close() (anyio)."""
-        return await OwnedContext.open(lambda: self.agent) if self.ctx.tool_style == "mcp" else None
+        if self.ctx.tool_style == "mcp":
+            opened = await OwnedContext.open(lambda: self.agent)
+            self.on_close(opened.close)
 
     def _agent(self, approval: bool = False) -> Any:
         """The docs' Agent: the Responses client at the world, the trial's tools (or the MCP server), middleware."""
@@ -110,28 +109,10 @@ class AgentFrameworkAdapter(Adapter):
 
     # --- the stop buttons: each returns when the application's call to the agent has returned or raised ---
 
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
-
-    async def stop_stream_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
-
-    async def stop_break(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next update
-        await until_done(self.job)
-
-    async def stop_close(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next update; `async with` closes the stream
-        await until_done(self.job)
-
-    async def stop_terminate(self) -> None:
-        self.stop_pressed.set()  # takes effect at the next model call or tool call
-        await until_done(self.job)
-
-    async def wait(self) -> None:
-        await asyncio.shield(self.job)
+    stop_stream_cancel = KitAdapter.stop_task_cancel  # as task_cancel (KitAdapter's), on the task iterating the stream
+    # break, close: the loop leaves at its next update (close: `async with` closes the stream); terminate: the
+    # middleware ends the run at its next model call or tool call
+    stop_break = stop_close = stop_terminate = KitAdapter.flag_and_wait
 
     async def resume(self) -> None:
         from agent_framework import AgentSession
@@ -141,14 +122,6 @@ class AgentFrameworkAdapter(Adapter):
         self.session = AgentSession.from_dict(json.loads(saved))
         self.job = self._launch(NEXT_INPUT)
         await self.job
-
-    async def close(self) -> None:
-        if not self.job.done():
-            self.job.cancel()
-            await until_done(self.job)
-        if self.opened is not None:
-            await self.opened.close()
-        await self.openai.close()
 
 
 def _warm_tool(text: str) -> str:

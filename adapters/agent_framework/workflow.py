@@ -17,7 +17,7 @@ import asyncio
 from typing import Any
 
 from adapters.agent_framework.adapter import AgentFrameworkAdapter
-from harness.contract.kit import until_done
+from harness.contract.kit import KitAdapter
 
 
 class AgentFrameworkWorkflowAdapter(AgentFrameworkAdapter):
@@ -31,11 +31,11 @@ class AgentFrameworkWorkflowAdapter(AgentFrameworkAdapter):
         from agent_framework import FileCheckpointStorage
         from openai import AsyncOpenAI
 
-        self.openai = AsyncOpenAI(base_url=self.ctx.model_base_url, api_key="x", max_retries=0)
-        self.stop_pressed = asyncio.Event()
+        self.openai = self.model_client(AsyncOpenAI)
+        self.on_close(self.openai.close)
         self.storage = FileCheckpointStorage(self.ctx.workdir / "checkpoints")
         self.agent = self._agent(approval=self.mode == "pause")
-        self.opened = await self._open_mcp()
+        await self._open_mcp()
         self.workflow = self._workflow()
         self.job = self._run(message=self.ctx.prompt)
 
@@ -66,17 +66,8 @@ class AgentFrameworkWorkflowAdapter(AgentFrameworkAdapter):
 
     # --- the stop buttons: each returns when the application's call to the workflow has returned or raised ---
 
-    async def stop_task_cancel(self) -> None:
-        self.job.cancel()
-        await until_done(self.job)
-
-    async def stop_break(self) -> None:
-        self.stop_pressed.set()  # the loop leaves at its next event
-        await until_done(self.job)
-
-    async def stop_pause(self) -> None:
-        self.stop_pressed.set()  # the next approval request is left unanswered
-        await until_done(self.job)
+    # task_cancel: KitAdapter's; break: the loop leaves at its next event; pause: the next approval is left unanswered
+    stop_break = stop_pause = KitAdapter.flag_and_wait
 
     async def resume(self) -> None:
         self.stop_pressed.clear()
