@@ -53,10 +53,17 @@ class TrialResult:
             return f"{n} tokens streamed after the stop"
         return f"{n} tokens generated after the stop, {streamed or 'none'} of them streamed"
 
+    @property
+    def _pressed(self) -> int:
+        """`stop_called`: anything the row counts after the stop has one."""
+        called = self.trial.stop_called
+        assert called is not None, "a count after the stop without a stop"
+        return int(called)
+
     def _ms_after_return(self, t: int) -> str:
         returned = self.trial.stop_returned
         if returned is None:
-            return f"{(t - self.trial.stop_called) / 1e6:.0f} ms after the stop was pressed"
+            return f"{(t - self._pressed) / 1e6:.0f} ms after the stop was pressed"
         delta = (t - returned) / 1e6
         return f"{abs(delta):.0f} ms {'after' if delta >= 0 else 'before'} stop returned"
 
@@ -91,8 +98,8 @@ class TrialResult:
             received, committed = tr.received[eid], tr.committed[eid]
             what = f"({eid}{_args(received)})"
             if eid not in in_flight:
-                sent = received.get("sent_t", received["t"])
-                out.append(f"1 {committed['kind']} sent {(sent - tr.stop_called) / 1e6:.0f} ms after the stop was "
+                sent: int = received.get("sent_t") or received["t"]
+                out.append(f"1 {committed['kind']} sent {(sent - self._pressed) / 1e6:.0f} ms after the stop was "
                            f"pressed {what}")
             elif eid in leaked and (tr.stop_returned is None or committed["t"] > tr.stop_returned):
                 out.append(f"1 {committed['kind']} in flight at the stop committed "
