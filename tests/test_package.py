@@ -33,6 +33,16 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
+def _fresh_venv(tmp_path: Path, wheel: Path, *packages: str) -> tuple[str, str]:
+    """A new virtualenv with the wheel and `packages` at the reference's pins: its python and stopbench."""
+    venv = tmp_path / "venv"
+    _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
+    python = str(venv / "bin" / "python")
+    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), *packages,
+         "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
+    return python, str(venv / "bin" / "stopbench")
+
+
 def test_the_wheel_claims_one_import_name_and_carries_its_data(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"stopbench", wheel.name.split("-py3")[0] + ".dist-info"}
@@ -51,12 +61,7 @@ def test_the_wheel_claims_one_import_name_and_carries_its_data(wheel):
 
 
 def test_a_fresh_virtualenv_runs_list_a_trial_and_the_plugin_example(wheel, tmp_path):
-    venv = tmp_path / "venv"
-    _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
-    python = str(venv / "bin" / "python")
-    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), "openai", "pytest",
-         "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
-    stopbench = str(venv / "bin" / "stopbench")
+    python, stopbench = _fresh_venv(tmp_path, wheel, "openai", "pytest")
     assert _run(stopbench, "--version", cwd=tmp_path).stdout.strip() == "stopbench 0.1.0"
     listed = _run(stopbench, "list", cwd=tmp_path).stdout
     assert "reference" in listed and "q3_report" in listed
@@ -76,12 +81,7 @@ def test_a_newcomer_adds_an_adapter_with_the_wheel_installed_inside_a_checkout(w
     """In a checkout, its `stopbench/` folder sits where `python -m stopbench...` looks first: the installed
     package's world, subjects and MCP servers start with -P, so the folder cannot stand in for it; new-adapter
     does not write into site-packages, and says what to do instead."""
-    venv = tmp_path / "venv"
-    _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
-    python = str(venv / "bin" / "python")
-    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), "pytest", "pytest-timeout",
-         "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
-    stopbench = str(venv / "bin" / "stopbench")
+    python, stopbench = _fresh_venv(tmp_path, wheel, "pytest", "pytest-timeout")
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / "stopbench", checkout / "stopbench", ignore=shutil.ignore_patterns("__pycache__"))
     refused = subprocess.run([stopbench, "new-adapter", "acme-agents"], cwd=checkout, capture_output=True, text=True)
