@@ -150,18 +150,27 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     from harness.contract.registry import available_adapters, load_adapter
+    from harness.frameworks import ROOT as REPO
+    from harness.frameworks import Declaration, discover
     from harness.scenario import load_scenarios
     from harness.world.model_api import tokens_per_turn
 
+    declared = {f.name: f.adapter for f in discover(REPO) if f.adapter is not None}
     print("adapters:")
     for name in available_adapters():
         try:
-            cls = load_adapter(name)
+            cls: type | Declaration = load_adapter(name)
         except AdapterError as e:
-            print(f"  {name}: not available here ({str(e).split(';')[-1].strip()})")
-            continue
-        versions = ", ".join(f"{k} {v}" for k, v in cls.versions().items()) or "no framework"
-        print(f"  {name}  [{versions}]  tools: {', '.join(cls.tool_styles)}")
+            if name not in declared:
+                print(f"  {name}: not available here ({str(e).split(';')[-1].strip()})")
+                continue
+            # not installed here: what its framework.toml declares, read without importing the framework
+            cls = declared[name]
+            why = str(e).split(";")[-1].strip()
+            print(f"  {name}  [not installed here: {why}]  tools: {', '.join(cls.tool_styles)}")
+        else:
+            versions = ", ".join(f"{k} {v}" for k, v in cls.versions().items()) or "no framework"
+            print(f"  {name}  [{versions}]  tools: {', '.join(cls.tool_styles)}")
         for mode, primitive in cls.stop_modes.items():
             print(f"    stop {mode:<20} {primitive}")
         print(f"    resume: {cls.resume_primitive or 'none'}")

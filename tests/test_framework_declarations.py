@@ -137,3 +137,15 @@ def test_a_malformed_declaration_names_file_and_field(tmp_path: Path, toml: str,
     (tmp_path / "framework.toml").write_text(toml)
     with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: .*" + error):
         frameworks.load(tmp_path)
+
+
+def test_list_shows_the_declared_stop_modes_of_a_framework_not_installed_here(checkout: Path):
+    """The declarations are data: `stopbench list` reads them without importing the framework, so a framework
+    whose package is not in this environment still shows its buttons (said not installed, with the why)."""
+    adapter = checkout / "adapters" / FOLDER / "adapter.py"
+    adapter.write_text("import a_framework_not_installed_here  # noqa: F401\n" + ADAPTER)
+    listing = _run(checkout, "-m", "harness.cli", "list").splitlines()
+    at = next(i for i, line in enumerate(listing) if line.startswith(f"  {NAME}  "))
+    assert "[not installed here: " in listing[at] and listing[at].endswith("tools: async"), listing[at]
+    stops = [f"    stop {mode:<20} {text}" for mode, text in TEXTS.items()]
+    assert listing[at + 1:at + 4] == [*stops, "    resume: none"]
