@@ -79,7 +79,8 @@ def test_the_digest_covers_the_adapters_code_and_pins_not_its_prose(tmp_path, mo
     folder = tmp_path / "acme_digest"
     folder.mkdir()
     (folder / "__init__.py").write_text("")
-    (folder / "framework.toml").write_text('dependencies = ["httpx"]\n')
+    modes = '[stop_modes]\ncancel = "cancel"\n'
+    (folder / "framework.toml").write_text('dependencies = ["httpx"]\n' + modes)
     (folder / "constraints.txt").write_text("httpx==0.28.1\n")
     (folder / "README.md").write_text("# acme\n")
     (folder / "adapter.py").write_text(textwrap.dedent('''
@@ -87,8 +88,7 @@ def test_the_digest_covers_the_adapters_code_and_pins_not_its_prose(tmp_path, mo
 
 
         class Acme(Adapter):
-            name = "acme"
-            stop_modes = {"cancel": "cancel"}
+            pass
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
     cls = importlib.import_module("acme_digest.adapter").Acme
@@ -97,8 +97,8 @@ def test_the_digest_covers_the_adapters_code_and_pins_not_its_prose(tmp_path, mo
     (folder / "README.md").write_text("# acme, findings\n")
     (folder / "claims.yaml").write_text("[]\n")
     assert adapter_digest(cls) == before
-    for name, text in (("constraints.txt", "httpx==0.28.2\n"), ("framework.toml", 'dependencies = ["httpx>=0.28"]\n'),
-                       ("helpers.py", "X = 1\n")):
+    for name, text in (("constraints.txt", "httpx==0.28.2\n"),
+                       ("framework.toml", 'dependencies = ["httpx>=0.28"]\n' + modes), ("helpers.py", "X = 1\n")):
         (folder / name).write_text(text)
         assert adapter_digest(cls) != before, name
         before = adapter_digest(cls)
