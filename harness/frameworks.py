@@ -325,9 +325,9 @@ def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
 
 def discover(root: Path = ROOT) -> list[Framework]:
     """Every folder under adapters/ with an adapter.py, sorted by name."""
-    adapters = root / "adapters"
-    folders = sorted(p for p in adapters.iterdir() if (p / "adapter.py").exists() and not p.name.startswith("_")) \
-        if adapters.is_dir() else []
+    folder = root / "adapters"
+    folders = sorted(p for p in folder.iterdir() if (p / "adapter.py").exists() and not p.name.startswith("_")) \
+        if folder.is_dir() else []
     missing = [f for f in folders if not (f / MANIFEST).exists()]
     if missing:
         raise FrameworkError(f"{missing[0] / MANIFEST}: missing (every adapters/<name>/ declares its dependencies)")
