@@ -110,8 +110,8 @@ class TrialResult:
         return list(self.trial.reaped)
 
     def _busy_threads(self) -> list[dict[str, Any]]:
-        threads = self.trial.audit(AuditPhase.AFTER_STOP).get("threads", [])
-        return [t for t in threads if isinstance(t, dict) and not t.get("idle_pool_worker")]
+        threads = self.trial.audit(AuditPhase.AFTER_STOP).get("threads_busy", [])
+        return [t for t in threads if isinstance(t, dict)]
 
     def assert_nothing_leaked(self) -> None:
         """Stricter than assert_stopped: every effect that landed after the stop was pressed, also one that was

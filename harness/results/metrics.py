@@ -33,6 +33,22 @@ def _ms(a: int | None, b: int | None) -> float | None:
     return None if a is None or b is None else round((b - a) / NS_PER_MS, 3)
 
 
+def _runaway_settles(events: list[LedgerEvent]) -> list[LedgerEvent]:
+    """The observation steps that ended at their deadline with the run not over (`quiet: false`)."""
+    return [e for e in events if e["event"] == Event.MARK and e["name"] in SETTLE_MARKS
+            and (e.get("data") or {}).get("quiet") is False]
+
+
+def runaway_cut(events: list[LedgerEvent]) -> float:
+    """Where a runaway's counts end: the deadline of its first observation that was not over by then (what
+    lands during the harness's own audit and close after it is not counted); no cut for any other trial."""
+    loud = _runaway_settles(events)
+    if not loud:
+        return float("inf")
+    d = loud[0].get("data") or {}
+    return d.get("deadline_at") or d.get("waited_until") or loud[0]["t"]
+
+
 class TrialView:
     """A trial's ledger, parsed once: events by kind, the first mark of each name, the phases."""
 
@@ -51,7 +67,9 @@ class TrialView:
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
-        self.end_stop_phase = self.resume_started if self.resume_started is not None else float("inf")
+        self.cut = runaway_cut(events)  # a runaway's counts end at its observation's deadline
+        self.end_stop_phase = min(self.resume_started if self.resume_started is not None else float("inf"),
+                                  self.cut)
 
     def t(self, mark: str) -> int | None:
         m = self.marks.get(mark)
@@ -71,7 +89,7 @@ class TrialView:
         return self.stopped and self.stop_called < e["t"] < self.end_stop_phase
 
     def in_resume(self, e: LedgerEvent) -> bool:
-        return self.resume_started is not None and e["t"] > self.resume_started
+        return self.resume_started is not None and self.resume_started < e["t"] <= self.cut
 
     @cached_property
     def tokens(self) -> list[LedgerEvent]:
@@ -99,7 +117,7 @@ class TrialView:
         if not self.stopped:
             return []
         return [eid for eid, c in self.committed.items()
-                if c["t"] > self.stop_called and self.received[eid]["t"] < self.end_stop_phase]
+                if self.stop_called < c["t"] <= self.cut and self.received[eid]["t"] < self.end_stop_phase]
 
     @cached_property
     def in_flight(self) -> list[str]:
@@ -470,11 +488,15 @@ def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
         return Outcome("failed", f"{d.get('step')}: {d.get('error')}", d.get("step"))
     if crash:
         return Outcome("failed", f"subject crashed: {crash}")
-    loud = [m for m in marks if m["name"] in SETTLE_MARKS and (m.get("data") or {}).get("quiet") is False]
+    loud = _runaway_settles(events)
     if loud:
         d = loud[0].get("data") or {}
-        return Outcome("runaway", (f"'{loud[0]['name']}': the run was not quiet {d.get('deadline_s', '?')}s "
-                                   "after the observation floor"), loud[0]["name"])
+        after = f"{d.get('deadline_s', '?')}s after the observation floor"
+        if d.get("world_quiet", False) and d.get("scheduled"):
+            why = f"the run still had work scheduled {after}: {', '.join(d['scheduled'])}"
+        else:
+            why = f"the run was not quiet {after}"
+        return Outcome("runaway", f"'{loud[0]['name']}': {why}", loud[0]["name"])
     skipped = [m for m in marks if m["name"] == Mark.SKIPPED]
     if skipped:
         return Outcome("skipped", (skipped[0].get("data") or {}).get("reason"))

@@ -230,10 +230,11 @@ def _fields() -> Iterable[Field]:
     yield measured("effect_duplicate_attempts", int, "effects", "calls answered from an earlier call with the same "
                    "`Idempotency-Key`")
 
-    yield measured("threads_left", int, "alive", "new threads still running code after the stop, once the run "
-                   "went quiet", label="threads", **n, better="lower")
-    yield measured("idle_pool_threads", int, "alive", "new threads parked idle in an executor's queue (counted "
-                   "apart: they run nothing)", **n)
+    yield measured("threads_left", int, "alive", "new threads left after the stop, once the run was over, other "
+                   "than idle pools and event loops (harness/trial/activity.py)", label="threads", **n, better="lower")
+    yield measured("idle_pool_threads", int, "alive", "new threads a process keeps idle: an executor's worker "
+                   "parked in its queue, an event loop parked in its selector with nothing scheduled (counted apart: "
+                   "they run nothing)", **n)
     yield measured("tasks_left", int, "alive", "new asyncio tasks left after the stop", **n, better="lower")
     yield measured("children_left", int, "alive", "child processes left after the stop", **n, better="lower")
     yield measured("sockets_left", int, "alive", "new open sockets left after the stop", **n, better="lower")

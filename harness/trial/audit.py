@@ -4,6 +4,9 @@ Taken before the run (baseline) and after each phase; the difference is what the
 Egress is counted by a Python audit hook on socket.connect / getaddrinfo to anything not loopback
 (code in C extensions that bypasses Python sockets is not seen; the world's 127.0.0.1 is the only
 address any trial needs).
+
+What each thread, task and child is doing (idle, or scheduled work that holds a trial open) is decided in
+one place, harness/trial/activity.py; the audit records it.
 """
 
 from __future__ import annotations
@@ -18,19 +21,10 @@ from typing import Any
 import psutil
 
 from harness.owner import running
+from harness.trial import activity
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
 _egress: list[str] = []
-#: executors' worker loops: (file, function) of the frame that parks a reusable worker on its queue
-_POOL_LOOPS = (
-    (os.path.join("concurrent", "futures", "thread.py"), "_worker"),  # ThreadPoolExecutor (asyncio.to_thread)
-    (os.path.join("anyio", "_backends", "_asyncio.py"), "run"),  # AnyIO's WorkerThread (anyio.to_thread)
-    # an aiosqlite connection's worker, waiting for its next statement (an app's open database, not work)
-    (os.path.join("aiosqlite", "core.py"), "_connection_worker_thread"),
-)
-_IDLE_FILES = ("threading.py", "queue.py", *(f for f, _ in _POOL_LOOPS))
-
-
 def _is_loopback(host: Any) -> bool:
     if isinstance(host, bytes):
         host = host.decode(errors="replace")
@@ -58,24 +52,6 @@ def install_egress_counter() -> None:
 
 def egress_attempts() -> list[str]:
     return list(_egress)
-
-
-def _idle_pool_thread(ident: int) -> bool:
-    """A thread parked in an executor's queue (idle, reusable) rather than doing work: an executor's
-    worker loop (_POOL_LOOPS: concurrent.futures' `_worker`, AnyIO's `WorkerThread.run`) waiting in the
-    queue, and nothing else on its stack. A `threading.Timer` (or any thread waiting in threading.py
-    alone) is scheduled work, not idle."""
-    frame = sys._current_frames().get(ident)
-    if frame is None:
-        return False
-    in_pool_worker = False
-    while frame is not None:
-        code = frame.f_code
-        if not code.co_filename.endswith(_IDLE_FILES):
-            return False
-        in_pool_worker |= any(code.co_filename.endswith(f) and code.co_name == name for f, name in _POOL_LOOPS)
-        frame = frame.f_back
-    return in_pool_worker
 
 
 def _socket_fds() -> list[dict[str, Any]]:
@@ -152,8 +128,10 @@ def left_since(baseline: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     """What is alive now that was not alive at baseline."""
     base_threads = {t["ident"] for t in baseline["threads"]}
     new_threads = [t for t in now["threads"] if t["ident"] not in base_threads]
+    alive = {t.ident: t for t in threading.enumerate()}
     for t in new_threads:
-        t["idle_pool_worker"] = _idle_pool_thread(t["ident"])
+        thread = alive.get(t["ident"])
+        t["activity"] = str(activity.thread_activity(thread) if thread else activity.Activity.PARKED)
     base_tasks = list(baseline["tasks"])
     new_tasks = []
     for t in now["tasks"]:
@@ -164,7 +142,8 @@ def left_since(baseline: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
     base_fds = {(s["fd"], s["inode"]) for s in baseline["sockets"]}
     return {
         "threads": new_threads,
-        "threads_busy": [t for t in new_threads if not t["idle_pool_worker"]],
+        # idle pools and event loops a process keeps are counted apart from what the run left behind
+        "threads_busy": [t for t in new_threads if t["activity"] not in activity.FURNITURE],
         "tasks": new_tasks,
         "children": now["children"],
         "sockets": [s for s in now["sockets"] if (s["fd"], s["inode"]) not in base_fds],

@@ -22,13 +22,16 @@ from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
-from harness.trial import audit
+from harness.trial import activity, audit
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
 from harness.vocabulary import AuditPhase, Mark
+
+#: how long the settle step waits before it looks again at a quiet run that still has work scheduled
+WORK_POLL_S = 0.02
 
 
 class Subject:
@@ -235,16 +238,32 @@ class Subject:
         return len(late)
 
     async def _settle(self, step: str, since_ns: int) -> None:
-        """Observe until the run is quiet, and at least the observation floor after `since_ns` (the stop,
-        or resume returning): nothing is ended before then. Not quiet by the deadline = a runaway
-        (the mark says `quiet: false`; harness/results/metrics.py `status` names it)."""
+        """Observe until the run is over: the world quiet for the settle window AND nothing of the run still
+        scheduled in the subject (a sleeping thread, a task's back-off timer, a running child: activity.py), and
+        at least the observation floor after `since_ns` (the stop, or resume returning). Still not over at the
+        deadline = a runaway: the mark says `quiet: false`, what was still scheduled, and the deadline, where
+        the row's counts are cut (harness/results/metrics.py)."""
         floor_ms = max(0.0, (since_ns + self.plan.observe_ms * 1e6 - time.monotonic_ns()) / 1e6)
         seconds = self.deadlines.settle + floor_ms / 1000
-        await self.enter(step, seconds)
-        r = await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=seconds + 10, params={
-            "window_ms": self.plan.settle_window_ms, "deadline_ms": self.deadlines.settle * 1000,
-            "floor_ms": round(floor_ms, 3)})
-        await self.mark(step, **r.json(), floor_ms=round(floor_ms, 3), deadline_s=self.deadlines.settle)
+        await self.enter(step, seconds + WORK_POLL_S)
+        deadline_at = time.monotonic_ns() + int(seconds * 1e9)
+        baseline = {t["ident"] for t in self.baseline["threads"]}
+        floor_left, quiet_since = floor_ms, None
+        while True:
+            left_ms = max(0.0, (deadline_at - time.monotonic_ns()) / 1e6 - floor_left)
+            r = (await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=seconds + 10, params={
+                "window_ms": self.plan.settle_window_ms, "deadline_ms": round(left_ms, 3),
+                "floor_ms": round(floor_left, 3)})).json()
+            # the deadline may cut the last window short: nothing since the last quiet answer is still quiet
+            world_quiet = r["quiet"] or (r.get("open_requests") == 0 and r["last_activity_ns"] == quiet_since)
+            work = activity.scheduled_work(baseline, self.own_tasks, audit.descendant_pids())
+            if not world_quiet or not work or time.monotonic_ns() >= deadline_at:
+                break
+            floor_left, quiet_since = 0.0, r["last_activity_ns"]  # quiet, but work is due: look again soon
+            await asyncio.sleep(WORK_POLL_S)
+        await self.mark(step, **{**r, "quiet": world_quiet and not work, "world_quiet": world_quiet,
+                                 "scheduled": [str(w) for w in work], "deadline_at": deadline_at,
+                                 "floor_ms": round(floor_ms, 3), "deadline_s": self.deadlines.settle})
 
     async def _job_ended(self, job: asyncio.Task, job_end: dict[str, Any]) -> str | None:
         error = None

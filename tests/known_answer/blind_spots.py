@@ -85,14 +85,15 @@ class EscapedGrandchild(_Base):
 
 
 class PendingTimer(_Base):
-    """stop() cancels the job and schedules an email for 60 s later (a threading.Timer): work still pending."""
+    """stop() cancels the job and schedules an email for 60 s later (a threading.Timer): work still pending,
+    past the settle deadline, so the trial is a runaway that names it."""
 
     name = "known-pending-timer"
 
     async def stop_cancel(self) -> None:
         self.task.cancel()
         timer = threading.Timer(60, self.ctx.toolbox.call, ("send_email", EMAIL))
-        timer.daemon = True
+        timer.daemon, timer.name = True, "pending-timer"
         timer.start()
 
 
