@@ -14,6 +14,11 @@ import time
 #: marked imprecise (`trigger_precise` false), counted, and kept out of timing medians. The harness's own
 #: pacing is ~1 ms at p99 (benchmarks/world_bench.py), so 10 ms is a late stop, not jitter.
 TRIGGER_TOLERANCE_MS = 10.0
+#: how long a request may take from its send to the world's arrival stamp, on a trial machine under the full
+#: run's load: the p99 of the harness tools' stamped sends in the published rows at 1fe1940 (24,871 effects:
+#: p50 1.3 ms, p99 25.6 ms, max 223 ms). Model requests carry no send stamp (the frameworks' clients send
+#: them), so one that arrives within this of the press may have left before it: rows count those apart.
+SEND_LAG_MS = 25.0
 
 
 async def sleep_until_ns(deadline_ns: int) -> None:

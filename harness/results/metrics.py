@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
@@ -234,6 +234,12 @@ def tokens_after_stop(tr: TrialView) -> int | None:
 @metric("llm_requests_after_stop")
 def llm_requests_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.requests)))
+
+
+@metric("llm_requests_near_stop")
+def llm_requests_near_stop(tr: TrialView) -> int | None:
+    near = tr.stop_called + SEND_LAG_MS * NS_PER_MS if tr.stopped else 0
+    return _if_stopped(tr, lambda: sum(tr.in_stop_phase(e) and e["t"] <= near for e in tr.requests))
 
 
 # --- side effects ----------------------------------------------------------------------------------------

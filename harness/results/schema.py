@@ -210,6 +210,10 @@ def _fields() -> Iterable[Field]:
                    better="lower", **n)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
+    yield measured("llm_requests_near_stop", int, "model", "of those, requests that reached the world within "
+                   "`SEND_LAG_MS` (harness/clock.py) of the press: they carry no send stamp and may have left "
+                   "before it",
+                   default=lambda row: None, **n)
 
     yield measured("effects_committed_total", int, "effects", "side effects committed in the whole trial")
     yield measured("effects_after_stop", int, "effects", "side effects committed after the stop (received before "
