@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from harness.contract import kit
 from harness.contract.adapter import TrialContext
 from harness.contract.kit import Flag, KitAdapter, in_own_thread
 
@@ -104,7 +103,6 @@ def test_the_model_client_settings_are_stated_once():
     seen: list[dict] = []
     a.model_client(lambda **kw: seen.append(kw), model="m")
     a.model_client(lambda **kw: seen.append(kw), url="api_base")
-    assert seen == [{"base_url": URL, "api_key": "x", "max_retries": 0, "model": "m"},
-                    {"api_base": URL, "api_key": "x", "max_retries": 0}]
-    assert a.client_settings(retries=False) == {"base_url": URL, "api_key": "x"}
-    assert kit.RETRIES == {"max_retries": 0}  # the one place: removing the override is RETRIES = {}
+    # the world's URL and the key, nothing else: retries, back-off and timeouts are the client's defaults
+    assert seen == [{"base_url": URL, "api_key": "x", "model": "m"}, {"api_base": URL, "api_key": "x"}]
+    assert a.client_settings() == {"base_url": URL, "api_key": "x"}

@@ -29,18 +29,12 @@ class AgentFrameworkAdapter(KitAdapter):
         import mcp.client.stdio  # noqa: F401
         from agent_framework import Agent, AgentSession, MCPStdioTool, chat_middleware, tool  # noqa: F401
         from agent_framework.openai import OpenAIChatClient
-        from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0)
-        client.responses  # noqa: B018 (a lazy import)
-        Agent(client=OpenAIChatClient(model="m", async_client=client), tools=[tool(_warm_tool)]).create_session()
+        client = OpenAIChatClient(model="m", base_url="http://127.0.0.1:9/v1", api_key="x")
+        client.client.responses  # noqa: B018 (a lazy import)
+        Agent(client=client, tools=[tool(_warm_tool)]).create_session()
 
     async def start(self) -> None:
-        from openai import AsyncOpenAI
-
-        # the client the docs' `async_client=` takes, so that its retries can be 0 (OpenAIChatClient has no knob)
-        self.openai = self.model_client(AsyncOpenAI)
-        self.on_close(self.openai.close)
         self.agent = self._agent()
         await self._open_mcp()
         self.session = self.agent.create_session()
@@ -66,7 +60,8 @@ class AgentFrameworkAdapter(KitAdapter):
         else:  # the framework runs plain functions on asyncio.to_thread (FunctionTool.invoke)
             tools = [tool(fn, approval_mode="always_require" if approval and name in TOOL_KIND else None)
                      for name, fn in self.ctx.tools.items()]
-        client = OpenAIChatClient(model=self.ctx.model_name, async_client=self.openai)
+        client = self.model_client(OpenAIChatClient, model=self.ctx.model_name)  # it builds its AsyncOpenAI
+        self.on_close(client.client.close)  # which nothing of the framework closes (OpenAIChatClient has no close)
         return Agent(client=client, name="assistant", instructions=self.ctx.system_prompt, tools=tools,
                      middleware=self._stop_middleware() if self.mode == "terminate" else None)
 

@@ -29,10 +29,7 @@ class AgentFrameworkWorkflowAdapter(AgentFrameworkAdapter):
 
     async def start(self) -> None:
         from agent_framework import FileCheckpointStorage
-        from openai import AsyncOpenAI
 
-        self.openai = self.model_client(AsyncOpenAI)
-        self.on_close(self.openai.close)
         self.storage = FileCheckpointStorage(self.ctx.workdir / "checkpoints")
         self.agent = self._agent(approval=self.mode == "pause")
         await self._open_mcp()

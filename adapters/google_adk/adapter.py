@@ -44,7 +44,7 @@ class GoogleAdkAdapter(KitAdapter):
         from openai import AsyncOpenAI
 
         ctx = self.ctx
-        self.client = self.model_client(AsyncOpenAI)  # retries: only via the client
+        self.client = self.model_client(AsyncOpenAI)  # ours to close: Runner.close() closes no model client
         self.on_close(self.client.close)
         self.sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{ctx.workdir / 'adk-sessions.db'}")
         self.on_close(self.sessions.close)

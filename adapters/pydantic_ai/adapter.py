@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.contract.kit import RETRIES, KitAdapter, OwnedContext, in_own_thread
+from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread
 
 ITER = ("cancel", "break", "stream_cancel")  # async with agent.iter(...) as run: async for node in run
 EVENTS = ("events_cancel", "break_events")  # async with agent.run_stream_events(...) as events
@@ -47,13 +47,12 @@ class PydanticAIAdapter(KitAdapter):
 
     def _agent(self) -> Any:
         from fastmcp.client.transports import StdioTransport
-        from pydantic_ai import Agent, ModelSettings
+        from pydantic_ai import Agent
         from pydantic_ai.mcp import MCPToolset
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        model = OpenAIChatModel(self.ctx.model_name, provider=OpenAIProvider(**self.client_settings(retries=False)),
-                                settings=ModelSettings(**RETRIES))  # the openai client's retries
+        model = OpenAIChatModel(self.ctx.model_name, provider=OpenAIProvider(**self.client_settings()))
         toolsets = [MCPToolset(StdioTransport(**self.ctx.mcp.params()))] if self.ctx.tool_style == "mcp" else []
         # sync tools run on anyio worker threads (pydantic_ai/_utils.py run_in_executor)
         return Agent(model, instructions=self.ctx.system_prompt, tools=list(self.ctx.tools.values()),

@@ -35,8 +35,6 @@ T = TypeVar("T")
 NEXT_INPUT = "Continue where you stopped."
 #: the key every model client sends: the world takes any
 API_KEY = "x"
-#: the model clients' own retries: none, so every request the world sees is one the framework chose to send
-RETRIES: dict[str, int] = {"max_retries": 0}
 
 
 def in_own_thread(fn: Callable[..., Any], *args: Any, name: str = "stopbench-caller") -> asyncio.Future:
@@ -202,11 +200,11 @@ class KitAdapter(Adapter):
 
     # --- the model client: its settings stated once -------------------------------------------------
 
-    def client_settings(self, url: str = "base_url", retries: bool = True) -> dict[str, Any]:
+    def client_settings(self, url: str = "base_url") -> dict[str, Any]:
         """What every model client of a trial is built with, as keyword arguments: the world's model API under
-        the framework's name for it (`url`: base_url, api_base, ...), the key, and RETRIES (`retries=False` for a
-        framework that takes them elsewhere: `ModelSettings(**RETRIES)`)."""
-        return {url: self.ctx.model_base_url, "api_key": API_KEY, **(RETRIES if retries else {})}
+        the framework's name for it (`url`: base_url, api_base, ...) and the key. Nothing else: retries, back-off
+        and timeouts stay the client's defaults, as users run it."""
+        return {url: self.ctx.model_base_url, "api_key": API_KEY}
 
     def model_client(self, make: Callable[..., T], url: str = "base_url", **kwargs: Any) -> T:
         """`make(**client_settings(url), **kwargs)`: the framework's model client (AsyncOpenAI, ChatOpenAI, LLM,

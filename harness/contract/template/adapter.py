@@ -36,7 +36,7 @@ class MyFrameworkAdapter(KitAdapter):
         # world's MCP server with the framework's own MCP client.
         messages = [{"role": "system", "content": self.ctx.system_prompt},
                     {"role": "user", "content": self.ctx.prompt}]
-        async with httpx.AsyncClient(timeout=30) as client:
+        async with httpx.AsyncClient() as client:
             while True:
                 r = await client.post(f"{self.ctx.model_base_url}/chat/completions", json={
                     "model": self.ctx.model_name, "messages": messages, "tools": openai_tool_definitions()})
