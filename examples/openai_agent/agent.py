@@ -22,7 +22,7 @@ def tool_definitions(ctx: AgentContext) -> list[dict[str, Any]]:
 
 
 async def run_agent(ctx: AgentContext, stop_aware: bool = True) -> None:
-    client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="not-needed", max_retries=0)
+    client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="not-needed")
     messages: list[dict[str, Any]] = [{"role": "system", "content": ctx.system_prompt},
                                       {"role": "user", "content": ctx.prompt}]
     stopped = ctx.stop_requested.is_set if stop_aware else (lambda: False)
