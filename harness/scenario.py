@@ -32,9 +32,9 @@ DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 DEFAULT_OBSERVE_MS = 2000.0
 MAX_OBSERVE_MS = 300_000.0
 
-#: the events a stop can be anchored at: the model's (the N-th request, the N-th token), and a side effect's
-#: (the N-th of one kind received, or committed)
-MODEL_ANCHORS = ("llm_request", "token")
+#: the events a stop can be anchored at: the model's (the N-th request, the N-th token, the N-th scripted fault
+#: sent), and a side effect's (the N-th of one kind received, or committed)
+MODEL_ANCHORS = ("llm_request", "token", "llm_error")
 EFFECT_ANCHORS = ("effect_received", "effect_committed")
 
 _OFFSET_RE = re.compile(
@@ -42,7 +42,7 @@ _OFFSET_RE = re.compile(
     rf"|on:(?P<event>{'|'.join(MODEL_ANCHORS)}):(?P<n>[1-9]\d*)"
     rf"|on:(?P<effect_event>{'|'.join(EFFECT_ANCHORS)}):(?P<kind>[a-z]+)(?::(?P<en>[1-9]\d*))?)$"
 )
-OFFSET_FORMS = ("at:<N>ms, on:llm_request:N, on:token:N, on:effect_received:KIND[:N] or "
+OFFSET_FORMS = ("at:<N>ms, on:llm_request:N, on:token:N, on:llm_error:N, on:effect_received:KIND[:N] or "
                 "on:effect_committed:KIND[:N]")
 
 
@@ -134,12 +134,39 @@ class ToolCall:
     arguments: dict[str, Any]
 
 
+#: the HTTP statuses a scripted fault may answer with: a rate limit, or a server error
+FAULT_STATUSES = (429, *range(500, 600))
+MAX_RETRY_AFTER_S = 60  # what openai-python still honours; a longer Retry-After is no back-off a test waits for
+MAX_FAULTS_PER_TURN = 10
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What the provider does to one request for a turn instead of answering it: an HTTP error (`status`, with
+    `retry_after_s` as the Retry-After header), or a response dropped after `reset_after_tokens` tokens (the
+    connection closed without the rest of the answer). A faulted request does not consume the turn: the
+    next request for the turn gets the next fault, or the turn's answer."""
+
+    status: int | None = None
+    retry_after_s: int | None = None
+    reset_after_tokens: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """`rate_limit` (429), `server_error` (5xx) or `reset`, as the ledger's llm_error says it."""
+        if self.reset_after_tokens is not None:
+            return "reset"
+        return "rate_limit" if self.status == 429 else "server_error"
+
+
 @dataclass(frozen=True)
 class Turn:
-    """One model answer: some text tokens, then zero or more tool calls (several = parallel)."""
+    """One model answer: some text tokens, then zero or more tool calls (several = parallel); and the faults
+    the provider answers the turn's first requests with, in order, before the answer."""
 
     text_tokens: int = 0
     tool_calls: tuple[ToolCall, ...] = ()
+    faults: tuple[Fault, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -249,8 +276,8 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         if not isinstance(t, dict):
             raise ScenarioError(f"{where}: expected a mapping with 'text_tokens' and/or 'tool_calls'")
         for key in t:
-            if key not in ("text_tokens", "tool_calls"):
-                raise ScenarioError(f"{where}: unknown field '{key}'")
+            if key not in ("text_tokens", "tool_calls", "fault"):
+                raise ScenarioError(f"{where}: unknown field '{key}' (known: fault, text_tokens, tool_calls)")
         text_tokens = t.get("text_tokens", 0)
         if not isinstance(text_tokens, int) or isinstance(text_tokens, bool) or not 0 <= text_tokens <= MAX_TEXT_TOKENS:
             raise ScenarioError(f"{where}.text_tokens: expected an integer from 0 to {MAX_TEXT_TOKENS}, "
@@ -271,7 +298,8 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             calls.append(ToolCall(tool, {k: str(v) for k, v in args.items()}))
         if text_tokens == 0 and not calls:
             raise ScenarioError(f"{where}: a turn needs text_tokens > 0 or at least one tool call")
-        turns.append(Turn(text_tokens=text_tokens, tool_calls=tuple(calls)))
+        faults = _faults(t.get("fault", []), f"{where}.fault")
+        turns.append(Turn(text_tokens=text_tokens, tool_calls=tuple(calls), faults=faults))
     if turns[-1].tool_calls:
         raise ScenarioError(f"{source}.turns[{len(turns) - 1}]: the last turn must be a text answer")
     offsets_raw = _need(data, "offsets", list, source)
@@ -298,6 +326,43 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         source=source,
         raw=data,
     )
+
+
+def _faults(raw: Any, where: str) -> tuple[Fault, ...]:
+    """`fault: {status: 429, retry_after_s: 1}`, `{status: 500}`, `{reset_after_tokens: 5}`, or a list of them
+    (served to the turn's first requests in order)."""
+    items = raw if isinstance(raw, list) else [raw]
+    if len(items) > MAX_FAULTS_PER_TURN:
+        raise ScenarioError(f"{where}: {len(items)} faults; at most {MAX_FAULTS_PER_TURN} per turn")
+    out = []
+    for k, item in enumerate(items):
+        w = f"{where}[{k}]" if isinstance(raw, list) else where
+        if not isinstance(item, dict) or not item:
+            raise ScenarioError(f"{w}: expected a mapping {{status, retry_after_s?}} or {{reset_after_tokens}}, "
+                                f"got {item!r}")
+        unknown = set(item) - {"status", "retry_after_s", "reset_after_tokens"}
+        if unknown:
+            raise ScenarioError(f"{w}: unknown field '{sorted(unknown)[0]}' (known: reset_after_tokens, "
+                                "retry_after_s, status)")
+        status, retry, reset = (item.get(k) for k in ("status", "retry_after_s", "reset_after_tokens"))
+        if (status is None) == (reset is None):
+            raise ScenarioError(f"{w}: a fault is either an HTTP error (`status`) or a dropped response "
+                                "(`reset_after_tokens`), not both and not neither")
+        if reset is not None:
+            if not isinstance(reset, int) or isinstance(reset, bool) or not 0 <= reset <= MAX_TEXT_TOKENS:
+                raise ScenarioError(f"{w}.reset_after_tokens: expected an integer from 0 to {MAX_TEXT_TOKENS}, "
+                                    f"got {reset!r}")
+            if retry is not None:
+                raise ScenarioError(f"{w}.retry_after_s: only an HTTP error (`status`) has a Retry-After")
+        else:
+            if not isinstance(status, int) or isinstance(status, bool) or status not in FAULT_STATUSES:
+                raise ScenarioError(f"{w}.status: expected 429 or a 5xx status, got {status!r}")
+            if retry is not None and (not isinstance(retry, int) or isinstance(retry, bool)
+                                      or not 0 <= retry <= MAX_RETRY_AFTER_S):
+                raise ScenarioError(f"{w}.retry_after_s: expected whole seconds from 0 to {MAX_RETRY_AFTER_S} "
+                                    f"(the Retry-After header), got {retry!r}")
+        out.append(Fault(status=status, retry_after_s=retry, reset_after_tokens=reset))
+    return tuple(out)
 
 
 def _declared_tools(raw: Any, where: str) -> dict[str, DeclaredTool]:

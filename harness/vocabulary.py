@@ -27,6 +27,7 @@ class Event(StrEnum):
     TOKEN = "token"
     DISCONNECT = "disconnect"  # the client went away mid-stream
     RESPONSE_DONE = "response_done"
+    LLM_ERROR = "llm_error"  # a scripted provider fault was sent (data: req, kind, status?, n)
     EFFECT_RECEIVED = "effect_received"
     EFFECT_COMMITTED = "effect_committed"
     EFFECT_ABORTED = "effect_aborted"
@@ -40,7 +41,7 @@ class Event(StrEnum):
 
 #: events that are the run's own activity (marks and anchors are the trial and the world talking)
 ACTIVITY_EVENTS = frozenset({
-    Event.LLM_REQUEST, Event.TOKEN, Event.DISCONNECT, Event.RESPONSE_DONE, Event.EFFECT_RECEIVED,
+    Event.LLM_REQUEST, Event.TOKEN, Event.DISCONNECT, Event.RESPONSE_DONE, Event.LLM_ERROR, Event.EFFECT_RECEIVED,
     Event.EFFECT_COMMITTED, Event.EFFECT_ABORTED, Event.EFFECT_DUPLICATE, Event.COMPENSATION, Event.READ,
     Event.PROCESS_REGISTERED,
 })

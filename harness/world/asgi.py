@@ -95,11 +95,16 @@ class Connection:
             self._complete = True
         await self._send({"type": "http.response.body", "body": data, "more_body": more})
 
-    async def send_json(self, status: int, obj: Any) -> None:
+    async def send_json(self, status: int, obj: Any, headers: list[tuple[bytes, bytes]] = ()) -> None:
         data = json.dumps(obj).encode()
         await self.start(status, [(b"content-type", b"application/json"),
-                                  (b"content-length", str(len(data)).encode())])
+                                  (b"content-length", str(len(data)).encode()), *headers])
         await self.send_body(data, more=False)
+
+    def drop(self) -> None:
+        """End the exchange without completing the response: the server closes the connection, and the client
+        reads a body cut short (a scripted reset). Marked complete, so it is not taken for the client leaving."""
+        self._complete = True
 
     async def start_sse(self) -> None:
         await self.start(200, [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),

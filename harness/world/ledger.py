@@ -47,6 +47,11 @@ class Run:
     #: "between two steps" (`quiet` stretches its window to cover it)
     longest_pause_ns: int = 0
     anchor_fired: bool = False
+    #: the stop is anchored at a fault that was sent: every model request that arrives before stop_called is
+    #: held (the retry cannot race the stop)
+    model_frozen: bool = False
+    #: turn -> how many of its scripted faults were served (a faulted request does not consume the turn)
+    faults_served: dict[int, int] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     effects: dict[str, Effect] = field(default_factory=dict)
     by_key: dict[tuple[str, str], Effect] = field(default_factory=dict)  # (kind, Idempotency-Key)

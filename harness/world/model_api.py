@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.clock import sleep_until_ns
-from harness.scenario import Scenario, Turn
+from harness.scenario import Fault, Scenario, Turn
 from harness.vocabulary import Event
+from harness.world import faults
 from harness.world.asgi import Connection
 from harness.world.ledger import Run
 
@@ -79,32 +80,46 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
     return n
 
 
+#: a token sent at most this share of an interval after its slot keeps the stream's schedule (timer jitter
+#: does not slow the scenario's rate); a token later than that moves the schedule to its own send
+PACE_SLACK = 0.25
+
+
 class Pacer:
-    """Absolute deadlines (start + ttft + i/rate), so sleep overshoot does not accumulate and no
-    token is sent before its slot. A hold at an anchor freezes the clock too (`held`): the tokens whose
-    slots fell in the hold come at the pace after it, not in a burst as soon as the stop is pressed (a
-    burst would count as tokens after the stop, more the slower the trial pressed it)."""
+    """Each token's slot is one interval after the previous token's slot, the first one time-to-first-token
+    after the request. A token the machine delayed past its slot by more than PACE_SLACK of an interval moves
+    the schedule: the next slot is a full interval after that token's actual send (its ledger stamp), so a late
+    token is sent late and the ones after it at the pace, never in a burst that catches up with the old
+    schedule (a burst would inflate the tokens after a stop). Two tokens are therefore never less than
+    (1 - PACE_SLACK) intervals apart. A hold at an anchor freezes the stream's clock (`held`): it resumes
+    at its pace after the hold, as if no time had passed."""
 
     def __init__(self, scenario: Scenario):
-        self.start = time.monotonic_ns()
-        self.ttft = int(scenario.ttft_ms * 1e6)
-        self.interval = 1e9 / scenario.tokens_per_s if scenario.tokens_per_s else 0.0
+        self.interval = int(1e9 / scenario.tokens_per_s) if scenario.tokens_per_s else 0
+        self.paced = bool(self.interval or scenario.ttft_ms)
+        self.slot = time.monotonic_ns() + int(scenario.ttft_ms * 1e6)  # the next token's slot
+
+    def sent(self, t: int) -> None:
+        """The token due at `self.slot` went out at `t` (its stamp): set the next one's slot."""
+        late = t - self.slot > PACE_SLACK * self.interval
+        self.slot = (t if late else self.slot) + self.interval
 
     def held(self, ns: int) -> None:
-        """The stream stood still for `ns` nanoseconds: every later slot moves by as much."""
-        self.start += ns
+        """The stream stood still for `ns` nanoseconds: the next slot moves by as much."""
+        self.slot += ns
 
     async def before(self, i: int) -> None:
-        if not self.interval and not self.ttft:
+        if not self.paced:
             if i % 16 == 0:
                 await asyncio.sleep(0)  # let the control stream and other streams run
             return
-        await sleep_until_ns(self.start + self.ttft + int(i * self.interval))
+        await sleep_until_ns(self.slot)
 
 
 async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piece], Awaitable[None]],
-                   conn: Connection | None) -> tuple[int, bool]:
-    """Generate the answer's tokens; stop when the client is gone (streams only). Returns (tokens, done)."""
+                   conn: Connection | None, limit: int | None = None) -> tuple[int, bool]:
+    """Generate the answer's tokens (the first `limit` of them, for a reset); stop when the client is gone
+    (streams only). Returns (tokens, done)."""
     pacer = Pacer(run.scenario)
     sent = 0
     if conn is not None:  # stamp the moment the client leaves, not the next token's turn
@@ -113,41 +128,54 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
             run.record(Event.RESPONSE_DONE, req=req, tokens=sent, complete=False)
 
         conn.on_gone = gone
-    for i, piece in enumerate(answer.pieces):
+    pieces = answer.pieces if limit is None else answer.pieces[:limit]
+    for i, piece in enumerate(pieces):
         await pacer.before(i)
         if conn is not None and conn.disconnected:
             return sent, False
-        run.record(Event.TOKEN, req=req, i=i)
+        pacer.sent(run.record(Event.TOKEN, req=req, i=i)["t"])
         sent += 1
         await emit(i, piece)
         if run.count(Event.TOKEN):  # the next token waits for the stop: counts after it are the client's doing
             held = time.monotonic_ns()
             await run.hold_for_stop(f"token after req {req}")
             pacer.held(time.monotonic_ns() - held)
-    return sent, True
+    return sent, limit is None
 
 
 def prompt_tokens(raw: bytes) -> int:
     return max(1, len(raw) // 4)
 
 
-def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> tuple[int, Answer, bool, bool]:
+@dataclass(frozen=True)
+class Request:
+    req: int
+    answer: Answer
+    stream: bool
+    fault: Fault | None  # what the provider does instead of answering (scripted), or None
+
+
+async def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> Request:
+    """Record the request; hold it at the stop anchor (its own, or a fault's that came before it)."""
     req = run.next_id()
     results = count_tool_results(api, body, run)
     turn = run.scenario.turn_for(results)
     stream = bool(body.get("stream"))
     run.record(Event.LLM_REQUEST, req=req, api=api, stream=stream, turn=turn, tool_results=results,
                prompt_tokens=prompt_tokens(raw))
-    anchored = run.count(Event.LLM_REQUEST)
-    return req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream, anchored
+    if run.count(Event.LLM_REQUEST) or run.model_frozen:
+        await run.hold_for_stop(f"req {req}")
+    return Request(req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream, faults.next_fault(run, turn))
 
 
 # ----- Chat Completions -----------------------------------------------------------------------------
 
 async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
-    req, answer, stream, anchored = new_request(run, "chat", body, raw)
-    if anchored:
-        await run.hold_for_stop(f"req {req}")
+    r = await new_request(run, "chat", body, raw)
+    req, answer, stream, fault = r.req, r.answer, r.stream, r.fault
+    if fault is not None and fault.status is not None:
+        return await faults.send_error(run, req, fault, conn)
+    reset = None if fault is None else fault.reset_after_tokens
     model = str(body.get("model", "scripted"))
     cid = f"chatcmpl-{run.run_id}-{req}"
     created = int(time.time())
@@ -156,7 +184,9 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
     run.request_opened()
     try:
         if not stream:
-            tokens, _ = await generate(run, req, answer, _noop, None)
+            tokens, done = await generate(run, req, answer, _noop, None, reset)
+            if fault is not None and not done:
+                return await _drop_plain(run, req, fault, tokens, conn)
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
             if answer.calls:
                 message["tool_calls"] = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}}
@@ -189,7 +219,9 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
                 delta = {"tool_calls": [{"index": piece.call, "function": {"arguments": piece.text}}]}
             await conn.send_body(chunk(delta))
 
-        tokens, done = await generate(run, req, answer, emit, conn)
+        tokens, done = await generate(run, req, answer, emit, conn, reset)
+        if fault is not None and not conn.disconnected:
+            return faults.dropped(run, req, fault, tokens, conn)
         if done:
             await conn.send_body(chunk({}, finish))
             opts = body.get("stream_options") or {}
@@ -211,6 +243,12 @@ def _chat_usage(prompt: int, completion: int) -> dict[str, Any]:
 
 async def _noop(i: int, piece: Piece) -> None:
     return None
+
+
+async def _drop_plain(run: Run, req: int, fault: Fault, tokens: int, conn: Connection) -> None:
+    """A non-streamed answer reset: the status line and headers went out, the body never does."""
+    await conn.start(200, [(b"content-type", b"application/json"), (b"content-length", b"4096")])
+    faults.dropped(run, req, fault, tokens, conn)
 
 
 # ----- Responses ------------------------------------------------------------------------------------
@@ -267,9 +305,11 @@ def check_previous_response(run: Run, body: dict[str, Any]) -> None:
 
 async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection) -> None:
     check_previous_response(run, body)
-    req, answer, stream, anchored = new_request(run, "responses", body, raw)
-    if anchored:
-        await run.hold_for_stop(f"req {req}")
+    r = await new_request(run, "responses", body, raw)
+    req, answer, stream, fault = r.req, r.answer, r.stream, r.fault
+    if fault is not None and fault.status is not None:
+        return await faults.send_error(run, req, fault, conn)
+    reset = None if fault is None else fault.reset_after_tokens
     run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
     asked = tuple(c for c, _, _ in answer.calls)
     ptoks = prompt_tokens(raw)
@@ -277,7 +317,9 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
     run.request_opened()
     try:
         if not stream:
-            tokens, _ = await generate(run, req, answer, _noop, None)
+            tokens, done = await generate(run, req, answer, _noop, None, reset)
+            if fault is not None and not done:
+                return await _drop_plain(run, req, fault, tokens, conn)
             await conn.send_json(200, _response_object(run, req, body, "completed", items,
                                                        _responses_usage(ptoks, tokens)))
             run.response_calls[f"resp_{run.run_id}_{req}"] = asked
@@ -344,7 +386,9 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
                 await event({"type": "response.function_call_arguments.delta", "item_id": item["id"],
                              "output_index": idx, "delta": piece.text})
 
-        tokens, done = await generate(run, req, answer, emit, conn)
+        tokens, done = await generate(run, req, answer, emit, conn, reset)
+        if fault is not None and not conn.disconnected:
+            return faults.dropped(run, req, fault, tokens, conn)
         if done:
             if answer.calls:
                 await close_call(len(answer.calls) - 1)

@@ -6,6 +6,7 @@ Its own process so that a framework that hogs the GIL cannot bend the world's cl
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import sys
@@ -36,9 +37,17 @@ def serve(port: int = 0, scenarios_dir: Path = DEFAULT_SCENARIOS_DIR) -> None:
     config = uvicorn.Config(app, log_level="warning", access_log=False, loop=loop, http=http,
                             timeout_graceful_shutdown=1, lifespan="on", timeout_keep_alive=KEEP_ALIVE_S)
     server = uvicorn.Server(config)
+    logging.getLogger("uvicorn.error").addFilter(_quiet_about_resets)  # after Config: it configures logging
     print(url, flush=True)
     main = _serve(server, sock, _owner_pid())
     asyncio.run(main) if loop == "asyncio" else _run_uvloop(main)
+
+
+def _quiet_about_resets(record: logging.LogRecord) -> bool:
+    """A scripted reset ends its response unfinished on purpose (the server then closes the connection, which
+    is the fault); it is in the ledger, not an error of the world's to log. The world never leaves a
+    response unfinished otherwise."""
+    return record.getMessage() != "ASGI callable returned without completing response."
 
 
 def _owner_pid() -> int | None:
