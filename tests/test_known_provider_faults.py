@@ -13,10 +13,11 @@ KP = "tests.known_answer.provider_faults:"
 TOKENS = tokens_per_turn(scenario_from_dict(SCENARIO))  # per turn: the draft call, the email call, the summary
 
 
-def trial(adapter: str, tmp_path) -> dict:
+def trial(adapter: str, tmp_path, retry_after_s: int = 1) -> dict:
     (row,) = run(KP + adapter, tmp_path / "out", scenarios=[SCENARIO["name"]],
-                 scenarios_dir=scenarios_dir(tmp_path / "scenarios"), offsets=["on:llm_error:1"])
+                 scenarios_dir=scenarios_dir(tmp_path / "scenarios", retry_after_s), offsets=["on:llm_error:1"])
     assert row["status"] == "ok", row["reason"]
+    assert row["llm_errors"] == 1
     return row
 
 
@@ -37,3 +38,12 @@ def test_a_retry_on_its_own_timer_goes_out_after_the_stop_and_is_billed(tmp_path
     row = trial("RetryOutlivesStop", tmp_path)
     assert (row["llm_requests_after_stop"], row["tokens_after_stop"], row["effects_after_stop"]) == (
         1, TOKENS[1], 0)
+
+
+def test_a_retry_after_a_back_off_longer_than_the_floor_is_seen(tmp_path):
+    """Retry-After 4 s: the retry leaves after the 2 s floor and the settle window. The timer thread waiting for
+    it is scheduled work, so the trial watches until it has gone out, whatever the back-off."""
+    row = trial("RetryOutlivesStop", tmp_path, retry_after_s=4)
+    assert (row["llm_requests_after_stop"], row["tokens_after_stop"], row["effects_after_stop"]) == (
+        1, TOKENS[1], 0)
+    assert 4000 <= row["lie_ms"] < 8000

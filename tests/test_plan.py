@@ -19,7 +19,7 @@ def _ids(opts: RunOptions) -> list[str]:
 
 def test_shards_are_the_whole_matrix_once_each():
     whole = _ids(RunOptions(adapter="reference", reps=3, mitigations=["none", "saga"]))
-    assert len(whole) == 3 * 2 * 3 * 16  # styles x mitigations x reps x the 16 offsets of the 4 scenarios
+    assert len(whole) == 3 * 2 * 3 * 20  # styles x mitigations x reps x the 20 offsets of the 5 scenarios
     shards = [_ids(RunOptions(adapter="reference", reps=3, mitigations=["none", "saga"], shard=f"{k}/4"))
               for k in range(1, 5)]
     merged = [i for s in shards for i in s]
@@ -100,5 +100,5 @@ def test_anchors_takes_the_event_or_the_time_offsets_of_the_matrix():
     whole = set(_ids(RunOptions(adapter="reference")))
     event = set(_ids(RunOptions(adapter="reference", anchors="event")))
     time_ = set(_ids(RunOptions(adapter="reference", anchors="time")))
-    assert (len(event), len(time_)) == (3 * 12, 3 * 4)  # styles x the 12 event and 4 time offsets
+    assert (len(event), len(time_)) == (3 * 15, 3 * 5)  # styles x the 15 event and 5 time offsets
     assert event | time_ == whole and not event & time_

@@ -236,6 +236,11 @@ def llm_requests_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.requests)))
 
 
+@metric("llm_errors")
+def llm_errors(tr: TrialView) -> int:
+    return len(tr.of(Event.LLM_ERROR))
+
+
 @metric("llm_requests_near_stop")
 def llm_requests_near_stop(tr: TrialView) -> int | None:
     near = tr.stop_called + SEND_LAG_MS * NS_PER_MS if tr.stopped else 0
@@ -498,7 +503,7 @@ def status(events: list[LedgerEvent], exit_code: int | None, crash: str | None,
     if loud:
         d = loud[0].get("data") or {}
         after = f"{d.get('deadline_s', '?')}s after the observation floor"
-        if d.get("world_quiet", False) and d.get("scheduled"):
+        if d.get("scheduled"):
             why = f"the run still had work scheduled {after}: {', '.join(d['scheduled'])}"
         else:
             why = f"the run was not quiet {after}"

@@ -210,6 +210,8 @@ def _fields() -> Iterable[Field]:
                    better="lower", **n)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
+    yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "
+                   "stream: harness/world/faults.py), all before the stop", default=lambda row: 0)
     yield measured("llm_requests_near_stop", int, "model", "of those, requests that reached the world within "
                    "`SEND_LAG_MS` (harness/clock.py) of the press: they carry no send stamp and may have left "
                    "before it",

@@ -249,6 +249,7 @@ class Subject:
         deadline_at = time.monotonic_ns() + int(seconds * 1e9)
         baseline = {t["ident"] for t in self.baseline["threads"]}
         floor_left, quiet_since = floor_ms, None
+        seen: dict[tuple[str, str], activity.Work] = {}  # what was scheduled, by thread, task or child
         while True:
             left_ms = max(0.0, (deadline_at - time.monotonic_ns()) / 1e6 - floor_left)
             r = (await self.http.get(f"{self.plan.run.run_url}/quiet", timeout=seconds + 10, params={
@@ -257,12 +258,18 @@ class Subject:
             # the deadline may cut the last window short: nothing since the last quiet answer is still quiet
             world_quiet = r["quiet"] or (r.get("open_requests") == 0 and r["last_activity_ns"] == quiet_since)
             work = activity.scheduled_work(baseline, self.own_tasks, audit.descendant_pids())
+            if world_quiet:  # only then is the work what keeps the run from being over
+                seen.update({(w.kind, w.what): w for w in work})
             if not world_quiet or not work or time.monotonic_ns() >= deadline_at:
                 break
             floor_left, quiet_since = 0.0, r["last_activity_ns"]  # quiet, but work is due: look again soon
             await asyncio.sleep(WORK_POLL_S)
-        await self.mark(step, **{**r, "quiet": world_quiet and not work, "world_quiet": world_quiet,
-                                 "scheduled": [str(w) for w in work], "deadline_at": deadline_at,
+        over = world_quiet and not work
+        # a runaway names the work it saw scheduled while the world was quiet (a poster may be mid-post at the
+        # deadline, not asleep)
+        await self.mark(step, **{**r, "quiet": over, "world_quiet": world_quiet,
+                                 "scheduled": [] if over else [str(w) for w in seen.values()],
+                                 "deadline_at": deadline_at,
                                  "floor_ms": round(floor_ms, 3), "deadline_s": self.deadlines.settle})
 
     async def _job_ended(self, job: asyncio.Task, job_end: dict[str, Any]) -> str | None:

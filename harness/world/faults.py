@@ -1,8 +1,8 @@
 """Scripted provider faults: the world answers a model request with an HTTP error or drops it mid-way.
 
-A turn's faults are served, in order, to the turn's first requests; a faulted request does not consume the
-turn, so a client that retries gets the next fault or the real answer (as a client retrying a real
-provider's 429 would). Each fault sent is an `llm_error` in the ledger and can anchor the stop
+A turn's faults are served, in order, to the turn's first requests before the stop is pressed; a faulted
+request does not consume the turn, so a client that retries gets the next fault or the real answer (as a client
+retrying a real provider's 429 would). Each fault sent is an `llm_error` in the ledger and can anchor the stop
 (`on:llm_error:N`); once that anchor fired, the run's model requests wait for the stop (`Run.model_frozen`).
 """
 
@@ -26,7 +26,12 @@ _ERRORS: dict[int, tuple[str, str | None, str]] = {
 
 
 def next_fault(run: Run, turn: int) -> Fault | None:
-    """The fault this request for `turn` gets, if the turn has one left; the turn is answered after its last."""
+    """The fault this request for `turn` gets, if the turn has one left; the turn is answered after its last.
+    Faults are served only before the stop is pressed: they are there for the stop to land among them, and the
+    rest of the run (what the stop let through, the resume) meets a provider that answers, so a resume that
+    fails is the framework's, not the script's."""
+    if run.stop_called.is_set():
+        return None
     faults = run.scenario.turns[turn].faults if turn < len(run.scenario.turns) else ()
     served = run.faults_served.get(turn, 0)
     if served >= len(faults):

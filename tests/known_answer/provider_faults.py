@@ -35,10 +35,12 @@ SCENARIO: dict[str, Any] = {
 }
 
 
-def scenarios_dir(root: Path) -> Path:
-    """A scenarios folder holding only SCENARIO."""
+def scenarios_dir(root: Path, retry_after_s: int = 1) -> Path:
+    """A scenarios folder holding only SCENARIO, its 429 asking for `retry_after_s`."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / f"{SCENARIO['name']}.yaml").write_text(yaml.safe_dump(SCENARIO))
+    scenario = {**SCENARIO, "turns": [dict(t) for t in SCENARIO["turns"]]}
+    scenario["turns"][1]["fault"] = {"status": 429, "retry_after_s": retry_after_s}
+    (root / f"{SCENARIO['name']}.yaml").write_text(yaml.safe_dump(scenario))
     return root
 
 
@@ -110,5 +112,5 @@ class RetryOutlivesStop(_Loop):
             r = httpx.post(f"{url}/chat/completions", json=_request(messages), timeout=30)
             loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(r))
 
-        threading.Timer(seconds, retry).start()
+        threading.Timer(seconds, retry).start()  # a Timer thread: the audit sees it waiting, as scheduled work
         return await answer
