@@ -23,12 +23,13 @@ MAX_TEXT_TOKENS = 20_000  # per turn; the shipped long_answer streams 2,000
 
 DEFAULT_SCENARIOS_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 
-#: how long a trial stays alive and observed after the stop (and after resume returns), at least: the
-#: frameworks' model clients retry a failed call after a back-off, and that retry must be seen, not cut
-#: off. openai-python (openai-agents, AutoGen, LangChain's ChatOpenAI) and LiteLLM (CrewAI) default to
-#: 2 retries, 0.5 s then 1 s apart (jitter only shortens them): the last retry leaves within 1.5 s of the
-#: first failure. 2 s covers that plus the calls themselves on loopback. A scenario may ask for more
-#: (`observe_ms`), and so may `stopbench run --observe-ms`. README.md, "Observation", says the same.
+#: how long a trial stays alive and observed after the stop (and after resume returns), at least, before it
+#: may call the run over. A retry in its back-off is seen however long it waits, as scheduled work of the
+#: subject (harness/trial/activity.py: a sleeping task or thread); the floor is for what the audit cannot see,
+#: such as work of another process. Every adapter's client is openai-python's AsyncOpenAI at its defaults (2
+#: retries, 0.5 s then 1 s apart), whose last retry leaves within 1.5 s of the first failure: 2 s covers that
+#: plus the calls on loopback. A scenario may ask for more (`observe_ms`), and so may `stopbench run
+#: --observe-ms`. README.md, "Observation", says the same.
 DEFAULT_OBSERVE_MS = 2000.0
 MAX_OBSERVE_MS = 300_000.0
 
