@@ -363,3 +363,12 @@ def test_a_runaways_counts_end_at_its_deadline():
     row = led.row()
     assert (row["effects_after_stop"], row["effects_leaked"], row["tokens_after_stop"]) == (2, 2, 0)
     assert row["effects_after_stop_by_kind"] == {"chat": 1, "email": 1}
+
+
+def test_a_resume_after_a_runaways_cut_is_not_measured():
+    led = stopped(at_ms=100)
+    led.mark(400, Mark.SETTLE, {"quiet": False, "world_quiet": True, "scheduled": ["task 'poster' timer"],
+                                "deadline_at": round(305 * 1e6), "deadline_s": 5})
+    led.mark(410, Mark.RESUME_STARTED).at(420, Event.LLM_REQUEST, req=1, turn=0).mark(500, Mark.RESUME_RETURNED)
+    row = led.row()
+    assert (row["resume_ok"], row["resume_llm_requests"], row["resume_tokens"]) == (None, None, None)

@@ -149,7 +149,8 @@ class TrialView:
 
     @property
     def resumed(self) -> bool:
-        return Mark.RESUME_RETURNED in self.marks
+        """Resume returned, within what the row counts: a resume after a runaway's cut is not measured."""
+        return Mark.RESUME_RETURNED in self.marks and (self.resume_started or 0) < self.cut
 
     def turn_of(self, req: int) -> int:
         return next((e["turn"] for e in self.requests if e["req"] == req), -1)
