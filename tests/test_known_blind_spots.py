@@ -53,8 +53,8 @@ def test_a_pending_timer_is_live_work_not_an_idle_thread(tmp_path):
     """A timer due after the settle deadline holds the trial open until then: a runaway naming the timer."""
     (row,) = run(KA + "PendingTimer", tmp_path, offsets=["at:50ms"])
     assert row["status"] == "runaway"
-    assert row["reason"] == ("'settle': the run still had work scheduled 5s after the observation floor: "
-                             "thread 'pending-timer' timed wait")
+    assert row["reason"].startswith("'settle': the run still had work scheduled 5s after the observation floor: ")
+    assert "thread 'pending-timer' timed wait" in row["reason"]
     assert (row["threads_left"], row["idle_pool_threads"]) == (1, 0)
     assert row["effects_after_stop"] == 0
 

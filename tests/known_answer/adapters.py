@@ -25,14 +25,22 @@ async def _forever() -> None:
     await asyncio.Event().wait()
 
 
-async def model_loop(ctx, call_tool: Callable[[str, dict], Awaitable[str]]) -> None:
-    """A complete, correct agent loop straight on the model API: ask, run each tool call through
+Ask = Callable[[httpx.AsyncClient, str, list], Awaitable[httpx.Response]]
+
+
+async def ask_model(client: httpx.AsyncClient, url: str, messages: list) -> httpx.Response:
+    """One Chat Completions request with the trial's tools."""
+    return await client.post(f"{url}/chat/completions", json={
+        "model": "m", "messages": messages, "tools": openai_tool_definitions()})
+
+
+async def model_loop(ctx, call_tool: Callable[[str, dict], Awaitable[str]], ask: Ask = ask_model) -> None:
+    """A complete, correct agent loop straight on the model API: `ask`, run each tool call through
     `call_tool(name, arguments)`, answer with its result, until the model gives its final answer."""
     messages = [{"role": "user", "content": ctx.prompt}]
     async with httpx.AsyncClient(timeout=30) as client:
         while True:
-            r = await client.post(f"{ctx.model_base_url}/chat/completions", json={
-                "model": "m", "messages": messages, "tools": openai_tool_definitions()})
+            r = await ask(client, ctx.model_base_url, messages)
             message = r.json()["choices"][0]["message"]
             messages.append(message)
             if not message.get("tool_calls"):

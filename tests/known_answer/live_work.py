@@ -11,7 +11,8 @@ import time
 
 import httpx
 
-from tests.known_answer.adapters import EMAIL, _Base, model_loop
+from tests.known_answer.adapters import EMAIL, _Base
+from tests.known_answer.blind_spots import SlowSteps
 
 POST = {"channel": "#ops", "text": "still here"}
 
@@ -50,33 +51,12 @@ class RetriesAfterBackoff(_Base):
         self.retry = asyncio.create_task(retry(), name="retry")
 
 
-class StepsFurtherApartThanTheCap(_Base):
-    """A complete agent loop on a task of its own that pauses 5.5 s before each tool call and each next model
-    request: further apart than the slow-step rule's 5 s cap. The job is the UI's loop, which stop leaves
-    (as a `break` does) while the run goes on."""
+class StepsFurtherApartThanTheCap(SlowSteps):
+    """SlowSteps' agent loop, pausing 5.5 s before each tool call and each next model request: further apart
+    than the slow-step rule's 5 s cap."""
 
     name = "known-steps-further-apart-than-the-cap"
     PAUSE_S = 5.5
-
-    async def start(self) -> None:
-        async def slow_call(name: str, arguments: dict) -> str:
-            await asyncio.sleep(self.PAUSE_S)
-            result = await self.ctx.toolbox.acall(name, arguments)
-            await asyncio.sleep(self.PAUSE_S)  # before the next model request
-            return result
-
-        self.left = asyncio.Event()
-        self.run_task = asyncio.create_task(model_loop(self.ctx, slow_call), name="slow-run")
-        await super().start()
-
-    async def job(self) -> None:
-        await self.left.wait()
-
-    async def stop_cancel(self) -> None:
-        self.left.set()
-
-    async def close(self) -> None:
-        self.run_task.cancel()
 
 
 class PostsForever(_Base):

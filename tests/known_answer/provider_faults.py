@@ -7,7 +7,6 @@ They talk to the world's model API directly (no framework), so what they do is n
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import httpx
 import yaml
 
 from harness.tools.catalogue import openai_tool_definitions
-from tests.known_answer.adapters import _Base
+from tests.known_answer.adapters import _Base, ask_model, model_loop
 
 #: draft a document, then the request that should ask for the email is rate limited once, then the summary
 SCENARIO: dict[str, Any] = {
@@ -44,14 +43,6 @@ def scenarios_dir(root: Path, retry_after_s: int = 1) -> Path:
     return root
 
 
-def _request(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"model": "m", "messages": messages, "tools": openai_tool_definitions()}
-
-
-async def _ask(client: httpx.AsyncClient, url: str, messages: list[dict[str, Any]]) -> httpx.Response:
-    return await client.post(f"{url}/chat/completions", json=_request(messages))
-
-
 def _retry_after(r: httpx.Response) -> float:
     return float(r.headers.get("retry-after", "1"))
 
@@ -60,26 +51,16 @@ class _Loop(_Base):
     """A correct agent loop whose client retries a 429 after its Retry-After; `backoff` is how it waits."""
 
     async def job(self) -> None:
-        messages = [{"role": "user", "content": self.ctx.prompt}]
-        url = self.ctx.model_base_url
-        async with httpx.AsyncClient(timeout=30) as client:
-            while True:
-                r = await _ask(client, url, messages)
-                if r.status_code == 429:
-                    r = await self.backoff(client, url, messages, _retry_after(r))
-                message = r.json()["choices"][0]["message"]
-                messages.append(message)
-                if not message.get("tool_calls"):
-                    return
-                for call in message["tool_calls"]:
-                    fn = call["function"]
-                    result = await self.ctx.toolbox.acall(fn["name"], json.loads(fn["arguments"]))
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        await model_loop(self.ctx, self.ctx.toolbox.acall, ask=self.ask)
+
+    async def ask(self, client: httpx.AsyncClient, url: str, messages: list[dict[str, Any]]) -> httpx.Response:
+        r = await ask_model(client, url, messages)
+        return await self.backoff(client, url, messages, _retry_after(r)) if r.status_code == 429 else r
 
     async def backoff(self, client: httpx.AsyncClient, url: str, messages: list[dict[str, Any]],
                       seconds: float) -> httpx.Response:
         await asyncio.sleep(seconds)  # cancelled with the job
-        return await _ask(client, url, messages)
+        return await ask_model(client, url, messages)
 
 
 class HonoursStopInBackoff(_Loop):
@@ -109,7 +90,8 @@ class RetryOutlivesStop(_Loop):
         answer: asyncio.Future[httpx.Response] = loop.create_future()
 
         def retry() -> None:
-            r = httpx.post(f"{url}/chat/completions", json=_request(messages), timeout=30)
+            r = httpx.post(f"{url}/chat/completions", json={"model": "m", "messages": messages,
+                                                            "tools": openai_tool_definitions()}, timeout=30)
             loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(r))
 
         threading.Timer(seconds, retry).start()  # a Timer thread: the audit sees it waiting, as scheduled work
