@@ -32,7 +32,7 @@ import os
 import platform
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -63,13 +63,6 @@ class Work:
     kind: str  # thread | task | child
     what: str
     activity: Activity
-
-    @property
-    def scheduled(self) -> bool:
-        return self.activity in SCHEDULED
-
-    def to_data(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items()}
 
     def __str__(self) -> str:
         return f"{self.kind} {self.what} {self.activity.value.replace('_', ' ')}"
@@ -132,7 +125,7 @@ def _kernel_view(pid: int | str, tid: int) -> Activity | None:
     return None
 
 
-def _stack_files(ident: int) -> list[Any]:
+def _stack_codes(ident: int) -> list[Any]:
     frame = sys._current_frames().get(ident)
     codes = []
     while frame is not None:
@@ -155,7 +148,7 @@ def _idle_pool_worker(codes: list[Any]) -> bool:
 def thread_activity(thread: threading.Thread) -> Activity:
     """The one definition of an idle thread: an executor's worker parked in its queue, an event loop in its
     selector with nothing scheduled, or one blocked with no deadline; anything else is scheduled work."""
-    codes = _stack_files(thread.ident or 0)
+    codes = _stack_codes(thread.ident or 0)
     if codes and _idle_pool_worker(codes):
         return Activity.IDLE_WORKER
     kernel = _kernel_view("self", thread.native_id or 0)
