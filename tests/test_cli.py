@@ -229,21 +229,32 @@ def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--adapter", KA + "HangsInStop",
                              "--scenario", "q3_report", "--offset", "at:50ms", "--out", str(tmp_path)],
                             cwd=ROOT, stderr=subprocess.DEVNULL)
-    runner = psutil.Process(proc.pid)
-    deadline = time.monotonic() + 60
-    subjects: list[psutil.Process] = []
-    while time.monotonic() < deadline and not subjects:  # the subject: a forked stopbench, not the world
-        subjects = [c for c in runner.children() if "harness.world" not in " ".join(c.cmdline())]
-        time.sleep(0.05)
-    assert subjects, "no subject was started"
-    time.sleep(0.5)  # into the hanging stop()
-    proc.kill()
-    proc.wait(5)
+    try:
+        runner = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 60
+        subjects: list[psutil.Process] = []
+        while time.monotonic() < deadline and not subjects:  # the subject: a forked stopbench, not the world
+            subjects = [c for c in runner.children()
+                        if _not_a_zombie(c) and "harness.world" not in _cmdline(c)]
+            time.sleep(0.05)
+        assert subjects, "no subject was started"
+        time.sleep(0.5)  # into the hanging stop()
+    finally:
+        proc.kill()
+        proc.wait(5)
     gone, alive = psutil.wait_procs(subjects, timeout=2)
     alive = [p for p in alive if _not_a_zombie(p)]  # a zombie has ended (some containers' pid 1 never reaps)
     for p in alive:
         p.kill()
     assert not alive, f"subjects outlived their runner: {[p.pid for p in alive]}"
+
+
+def _cmdline(p: psutil.Process) -> str:
+    """The command line, or "" for a process that ended while we looked (a short-lived child such as git)."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
 
 
 def _not_a_zombie(p: psutil.Process) -> bool:
