@@ -15,6 +15,7 @@ import psutil
 
 from harness.results.rows import raw_file
 from harness.trial.world_client import OWNER_ENV
+from tests.processes import cmdline, not_a_zombie
 from tests.test_trials import KA, assert_nothing_left
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +236,7 @@ def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
         subjects: list[psutil.Process] = []
         while time.monotonic() < deadline and not subjects:  # the subject: a forked stopbench, not the world
             subjects = [c for c in runner.children()
-                        if _not_a_zombie(c) and "harness.world" not in _cmdline(c)]
+                        if not_a_zombie(c) and "harness.world" not in " ".join(cmdline(c))]
             time.sleep(0.05)
         assert subjects, "no subject was started"
         time.sleep(0.5)  # into the hanging stop()
@@ -243,22 +244,7 @@ def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
         proc.kill()
         proc.wait(5)
     gone, alive = psutil.wait_procs(subjects, timeout=2)
-    alive = [p for p in alive if _not_a_zombie(p)]  # a zombie has ended (some containers' pid 1 never reaps)
+    alive = [p for p in alive if not_a_zombie(p)]  # a zombie has ended (some containers' pid 1 never reaps)
     for p in alive:
         p.kill()
     assert not alive, f"subjects outlived their runner: {[p.pid for p in alive]}"
-
-
-def _cmdline(p: psutil.Process) -> str:
-    """The command line, or "" for a process that ended while we looked (a short-lived child such as git)."""
-    try:
-        return " ".join(p.cmdline())
-    except psutil.Error:
-        return ""
-
-
-def _not_a_zombie(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from harness import owner
 from harness.contract.registry import load_adapter
 from harness.trial.runner import RunOptions, run_matrix
+from tests.processes import not_a_zombie
 from tests.test_cli import stopbench
 from tests.test_trials import FAST, KA
 
@@ -96,16 +97,8 @@ def test_an_error_mid_run_leaves_no_trial_running(tmp_path):
     time.sleep(0.2)
     mine = [(pid, who.kind) for pid, who, _ in owner.processes() if who.runner_pid == os.getpid()]
     assert not mine, f"left running after the error: {mine}"
-    running = [c.pid for c in psutil.Process().children(recursive=True) if _running(c)]
+    running = [c.pid for c in psutil.Process().children(recursive=True) if not_a_zombie(c)]
     assert not running, f"children left running after the error: {running}"
-
-
-def _running(p: psutil.Process) -> bool:
-    """Alive and not a zombie (an ended child some other test never waited for is not a running trial)."""
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def test_a_deleted_run_is_gone_and_the_world_keeps_no_memory_of_it(world, world_client):

@@ -12,6 +12,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from harness.tools.catalogue import TOOL_PARAMETERS
+from tests.processes import cmdline
 
 TOOLS = ("draft_document", "send_email", "open_pr", "book_meeting", "post_chat")
 
@@ -27,16 +28,8 @@ async def _session(run_url: str) -> tuple[dict, dict]:
         result = await session.call_tool("send_email", {"to": "m@example.com", "subject": "S", "body": "B"})
         assert not result.is_error, result
         text = "".join(c.text for c in result.content if c.type == "text")
-        children = {p.pid: _cmdline(p) for p in psutil.Process().children(recursive=True)}
+        children = {p.pid: cmdline(p) for p in psutil.Process().children(recursive=True)}
         return tools, {"answer": json.loads(text), "children": children}
-
-
-def _cmdline(p: psutil.Process) -> list[str]:
-    """A child's command line; [] for one that ended while we looked (a zombie has none to read)."""
-    try:
-        return p.cmdline()
-    except psutil.Error:
-        return []
 
 
 def test_mcp_server_tools_calls_and_lifecycle(world_client):
