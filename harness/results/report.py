@@ -27,6 +27,7 @@ from harness.results.selection import (
     in_main_matrix,
     is_anchored,
     is_late,
+    is_measured,
     is_ok,
     tools_shown,
 )
@@ -229,14 +230,15 @@ OLD_LAYOUT = ("index.html", "details.html", "rows.csv", "tokens_after_stop.svg",
 def trial_counts(full, df) -> dict[str, int]:
     """The report's one count of trials, and its parts, computed once: every page says these numbers."""
     return {"rows": len(full), "main": len(df), "orphan_matrix": len(full) - len(df),
-            "skipped": int((df["status"] == "skipped").sum()),
+            "skipped": int((~is_measured(df)).sum()),
             "frameworks": int(df.loc[df["framework"] != CORE, "framework"].nunique()),
             "reference": int(bool((df["framework"] == CORE).any()))}
 
 
 def counts_text(c: dict[str, int]) -> str:
     ref = " and the reference agent" if c["reference"] else ""
-    return (f"{c['rows']:,} trials of {c['frameworks']} agent frameworks{ref} ({c['main']:,} in the main matrix, "
+    frameworks = f"{c['frameworks']} agent framework" + ("" if c["frameworks"] == 1 else "s")
+    return (f"{c['rows']:,} trials of {frameworks}{ref} ({c['main']:,} in the main matrix, "
             f"{c['skipped']:,} of them skipped; {c['orphan_matrix']:,} in the orphan matrix)")
 
 
@@ -318,7 +320,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     summary_json.write_text(json.dumps({
         "trials": counts, "best_rule": rule, "scorecard": cards,
         "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence")},
-                    "judged_on": [{k: link[k] for k in ("adapter", "mode", "k", "n")} for link in c["links"]]}
+                    "judged_on": [{k: link[k] for k in (*BUTTON, "k", "n")} for link in c["links"]]}
                    for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"

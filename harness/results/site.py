@@ -27,7 +27,7 @@ from harness.results.glossary import NOTATION, glossary_terms, header_links
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
 from harness.results.scorecard import SHARES, base_rows, best_rule, legend, trial_flags
-from harness.results.selection import CONDITION
+from harness.results.selection import BUTTON, CONDITION
 from harness.vocabulary import Mark
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -200,7 +200,7 @@ def claim_links(claim: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     if not len(over):
         return out
-    for (adapter, mode), g in over.groupby(["adapter", "mode"], sort=True):
+    for (adapter, mode), g in over.groupby(list(BUTTON), sort=True):
         k = int(counted[(counted["adapter"] == adapter) & (counted["mode"] == mode)]["trial_id"].nunique()) \
             if len(counted) else 0
         n = int(g["trial_id"].nunique())
@@ -236,7 +236,7 @@ def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framewor
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
     raw_file = raw_dir / "raw" / f"{safe}.jsonl"
     filters = {name: sorted({t[name] for t in trials}, key=str)
-               for name in ("scenario", "offset", "tool_style", "mitigation", "status")}
+               for name in (*CONDITION, "mitigation", "status")}
     page.write_text(env.get_template("button.html.j2").render(
         **common, root="../", framework=framework, b=b, text=text, trials=trials, filters=filters,
         fields=TRIAL_FIELDS, labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
