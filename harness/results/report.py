@@ -243,16 +243,27 @@ def counts_text(c: dict[str, int]) -> str:
 
 
 def _clear_old_layout(to: Path) -> None:
+    """Delete what an older report wrote next to README.md (it would be stale, and tracked by mistake): only
+    files that say they are its output, and folders of nothing but pages."""
     import shutil
+
+    def ours(path: Path) -> bool:
+        if path.suffix == ".html":
+            return "stopbench" in path.read_text(errors="replace")
+        if path.name == "rows.csv":
+            return path.read_text(errors="replace")[:40].startswith("schema_version")
+        return path.suffix in (".svg", ".png")
 
     for name in OLD_LAYOUT:
         path = to / name
         if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
+            if all(p.suffix in (".html", ".css", ".js") for p in path.rglob("*") if p.is_file()):
+                shutil.rmtree(path)
+        elif path.is_file() and ours(path):
+            path.unlink()
     for page in [*(to / "history").glob("*.html"), *(to / "history").glob("*.svg")]:
-        page.unlink()
+        if ours(page):
+            page.unlink()
 
 
 def write_report(raw_dir: Path, to: Path) -> list[Path]:
