@@ -140,11 +140,11 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
     assert r.returncode == 2 and f"{out}:2" in r.stderr and f"{out}:3" in r.stderr  # written, and said
     readme = (tmp_path / "README.md").read_text()
     assert f"{out}:2" in readme and f"{out}:3" in readme
-    assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "index.html").exists()
+    assert "| cancel " in readme and (tmp_path / "summary.csv").exists() and (tmp_path / "site" / "index.html").exists()
     assert "## Capability table, measured" in readme and "can abort      = yes if" in readme
     assert "Saga compensation closes the leak" in readme
-    assert (tmp_path / "lie_ms.svg").stat().st_size > 1000  # time-offset trials: their lie ms, one point each
-    assert f"{out}:2" in (tmp_path / "index.html").read_text()  # the page says so too
+    assert (tmp_path / "site" / "lie_ms.png").stat().st_size > 1000  # time-offset trials: their lie ms, a point each
+    assert f"{out}:2" in (tmp_path / "site" / "index.html").read_text()  # the page says so too
 
 
 def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):

@@ -90,8 +90,8 @@ def test_a_folder_declaring_two_stop_modes_shows_them_in_list_report_and_matrix(
     subprocess.run([sys.executable, "-m", "harness.cli", "report", str(out)], cwd=checkout, capture_output=True,
                    timeout=300)  # its verdict on two rows is beside the point; the pages are written
     for mode, text in TEXTS.items():
-        assert text in (out / "buttons" / f"{NAME}--{mode}.html").read_text()
-        assert text in (out / "frameworks" / f"{NAME}.html").read_text()
+        assert text in (out / "site" / "buttons" / f"{NAME}--{mode}.html").read_text()
+        assert text in (out / "site" / "frameworks" / f"{NAME}.html").read_text()
 
 
 def test_a_class_in_a_framework_folder_gets_its_declarations_and_may_not_restate_them():

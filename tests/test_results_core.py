@@ -66,10 +66,11 @@ def test_a_report_computes_each_buttons_capability_row_once(tmp_path, monkeypatc
     monkeypatch.setattr(capability, "capability_row", lambda g: calls.append(len(g)) or real(g))
     write_report(tmp_path / "results", tmp_path / "results")
     assert calls == [6]  # the capability table and the scorecard read the same row
-    # the card and the summary take the same median, each written by the field's format
+    # the card counts the trials billed more than a token (its share) and their p90; the tables the median
     card = json.loads((tmp_path / "results" / "summary.json").read_text())["scorecard"][0]["best"]
-    assert card["tokens_after_stop"] == 6.0
-    assert '<td class="n">6</td>' in (tmp_path / "results" / "index.html").read_text()
+    assert (card["shares"]["tokens"]["k"], card["shares"]["tokens"]["n"], card["tokens_p90"]) == (5, 6, 32.0)
+    index = (tmp_path / "results" / "site" / "index.html").read_text()
+    assert 'data-k="5" data-n="6"' in index and ">5/6</a><small class=\"p90\">p90 32</small>" in index
     assert "| 6 (1..32) |" in (tmp_path / "results" / "README.md").read_text()
 
 
@@ -80,3 +81,20 @@ def test_the_step_a_trial_went_wrong_in_is_read_from_its_row_not_from_its_reason
     assert capability_row(df)["can abort"] == "hangs (1/2)"  # read by what it measured: it aborted
     df.loc[1, "failed_step"] = "stop"
     assert capability_row(df)["can abort"] == "no (1/2: 1 hung in stop); hangs (1/2)"
+
+
+def test_a_leaked_effect_is_priced_by_its_kind_when_the_row_tells_it():
+    from harness.results.prices import cancel_tax, prices
+
+    table = prices()
+    leaked = table["leaked_effect"]
+    rows = pd.DataFrame([
+        {"effects_leaked": 2, "effects_after_stop": 2, "effects_after_stop_by_kind": {"email": 1, "pr": 1}},
+        {"effects_leaked": 1, "effects_after_stop": 2, "effects_after_stop_by_kind": {"email": 1, "chat": 1},
+         "effects_compensated": 1},  # which one leaked the row does not say: the default price
+        {"effects_leaked": 0, "effects_after_stop": 0, "tokens_after_stop": 1000},
+        {"effects_leaked": None, "effects_after_stop": None}])
+    tax = cancel_tax(rows, table).round(6).tolist()
+    assert tax == [round(leaked["email"] + leaked["pr"], 6), round(leaked["default"] + table["compensation"], 6),
+                   table["output_tokens_per_1k"], 0.0]
+    assert all(isinstance(v, (int, float)) and v > 0 for v in leaked.values())

@@ -11,13 +11,15 @@ the rows behind it.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.frameworks import release_key
 from harness.results import schema, spread
 from harness.results.capability import capability_row
-from harness.results.cells import cells, frame
+from harness.results.cells import cells, frame, numbers
 from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
 from harness.results.markup import html_table, slug
 from harness.results.rows import raw_files, read_rows
@@ -81,18 +83,22 @@ def same_versions(df) -> str:
     return ", ".join(same) or "none"
 
 
-def changes(df) -> list[str]:
+def changes(df, links: Callable[[str], list[tuple[str, str]]] | None = None) -> list[dict[str, Any]]:
     """"changed in X.Y" notes: for each mode, each pair of consecutive releases, each verdict or count whose
-    difference is beyond the run-to-run spread (harness/results/compare.py difference_p), with the trials."""
+    difference is beyond the run-to-run spread (harness/results/compare.py difference_p), with the trial cells
+    that differ, the other packages whose version changed between the two releases (a possible cause) and, with
+    `links` (release -> [(name, href)]), links to the rows of both. A note: {mode, text, cause, links}."""
     notes = []
     for mode, g in df.groupby("mode", sort=True):
         releases = _releases(g)
         for old, new in zip(releases, releases[1:], strict=False):
             a, b = g[g["release"] == old], g[g["release"] == new]
             a_ok, b_ok = a[~is_unsupported(a)], b[~is_unsupported(b)]
+            where = [*(links(old) if links else []), *(links(new) if links else [])]
+            cause = _dependency_changes(g, old, new)
             if a_ok.empty != b_ok.empty:
-                notes.append(f"{mode}: {'appeared' if a_ok.empty else 'gone'} in {new} "
-                             f"({len(b_ok) if a_ok.empty else len(a_ok)} trials)")
+                notes.append({"mode": mode, "text": f"{mode}: {'appeared' if a_ok.empty else 'gone'} in {new} "
+                              f"({len(b_ok) if a_ok.empty else len(a_ok)} trials)", "cause": cause, "links": where})
                 continue
             if a_ok.empty:
                 continue
@@ -102,10 +108,35 @@ def changes(df) -> list[str]:
                     continue
                 p = difference_p(col, a_ok, b_ok)
                 if spread.beyond_spread(p):
-                    notes.append(f"{mode}: {col} changed in {new}: {ca[col]} -> {cb[col]} (p {p:.2g}; "
-                                 f"{len(a_ok)} trials of {old}, {len(b_ok)} of {new}; "
-                                 f"{_cells_behind(col, a_ok, b_ok)})")
+                    notes.append({"mode": mode, "text": (
+                        f"{mode}: {col} changed in {new}: {ca[col]} -> {cb[col]}{_means(col, a_ok, b_ok)} "
+                        f"(p {p:.2g}; {len(a_ok)} trials of {old}, {len(b_ok)} of {new}; "
+                        f"{_cells_behind(col, a_ok, b_ok)})"), "cause": cause, "links": where})
     return notes
+
+
+def _means(col: str, a, b) -> str:
+    """A count's mean per ok trial on each side: what the spread test compares (two medians can be equal)."""
+    if col not in COUNTS:
+        return ""
+    ma, mb = (numbers(x[is_ok(x)], COUNTS[col]).mean() for x in (a, b))
+    return f" (mean per ok trial {ma:.3g} -> {mb:.3g})"
+
+
+def _versions_of(g, release: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for vs in g.loc[g["release"] == release, "versions"]:
+        out.update(vs or {})
+    return out
+
+
+def _dependency_changes(g, old: str, new: str) -> str:
+    """The packages, other than the framework's own, whose version differs between two releases' rows."""
+    va, vb = _versions_of(g, old), _versions_of(g, new)
+    own = str(g["history_of"].iloc[0]).replace("_", "-").lower()
+    moved = [f"{k} {va.get(k, 'none')} -> {vb.get(k, 'none')}" for k in sorted(set(va) | set(vb))
+             if va.get(k) != vb.get(k) and k.replace("_", "-").lower() != own]
+    return ", ".join(moved)
 
 
 #: a trial cell of the history matrix: where a change is (its mode and release are the note's own; the matrix
@@ -140,6 +171,8 @@ def _plot(df, field: str, title: str, unit: str, to: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from harness.results.plots import FONT, save
+
     ok = df[is_ok(df)]
     if ok.empty:
         return None
@@ -149,18 +182,16 @@ def _plot(df, field: str, title: str, unit: str, to: Path) -> Path | None:
         med = g.groupby("release")[field].median()
         xs = [i for i, r in enumerate(releases) if r in med.index]
         ax.plot(xs, [med[releases[i]] for i in xs], marker="o", label=mode)  # releases are ordered: a line
-    ax.set_xticks(range(len(releases)), releases)
-    ax.set_xlabel("release")
-    ax.set_ylabel(f"{title} ({unit}, median over ok trials)")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(to, format="svg")
-    plt.close(fig)
-    return to
+    ax.set_xticks(range(len(releases)), releases, fontsize=FONT)
+    ax.set_xlabel("release", fontsize=FONT)
+    ax.set_ylabel(f"{unit}, median over ok trials", fontsize=FONT)
+    ax.set_title(f"{title} per release", fontsize=FONT + 1)
+    ax.legend(fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return save(fig, to)
 
 
 def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> list[Path]:
-    """history/index.html and history/<framework>.html (with SVG plots) into `out`; [] when there is no history."""
+    """history/index.html and history/<framework>.html (with PNG plots) into `out`; [] when there is no history."""
     df, _ = load_history(history_dir)
     if df is None:
         return []
@@ -170,20 +201,29 @@ def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> 
     frameworks = []
     for fw, g in df.groupby("history_of", sort=True):
         plots = [p.name for p in (_plot(g, "tokens_after_stop", "tokens after the stop", "tokens",
-                                        pages_dir / f"{slug(fw)}-tokens.svg"),
+                                        pages_dir / f"{slug(fw)}-tokens.png"),
                                   _plot(g, "effects_leaked", "effects leaked", "effects",
-                                        pages_dir / f"{slug(fw)}-leaked.svg")) if p]
-        changed = changes(g)
+                                        pages_dir / f"{slug(fw)}-leaked.png")) if p]
+
+        def rows_of(release: str, fw: str = fw) -> list[tuple[str, str]]:
+            files = sorted((history_dir / fw / release / "raw").glob("*.jsonl"))
+            return [(f"{release} rows", os.path.relpath(f.resolve(), pages_dir.resolve())) for f in files]
+
+        changed = changes(g, rows_of)
         page = pages_dir / f"{slug(fw)}.html"
         shas = ", ".join(sorted({str(x)[:7] for x in g["git_sha"].dropna()})) if "git_sha" in g else "?"
-        footer = {**common["notes"], "footer": f"Generated by `stopbench report` from "
+        footer = {**common["notes"], "footer": f"{len(g):,} history rows of {fw} ({len(_releases(g))} releases; "
+                  f"apart from the headline trials). Generated by `stopbench report` from "
                   f"{history_dir}/{fw}/<release>/raw/ (history rows measured at {shas})."}
         page.write_text(env.get_template("history.html.j2").render(
-            **{**common, "notes": footer, "n_trials": len(g)}, root="../", framework=fw, releases=_releases(g),
+            **{**common, "notes": footer}, root="../", framework=fw, releases=_releases(g),
             changed=changed, plots=plots, same_versions=same_versions(g),
             table=html_table(release_table(g)), n_rows=len(g)))
         written.append(page)
         frameworks.append({"name": fw, "page": page.name, "releases": _releases(g), "changes": len(changed)})
     index = pages_dir / "index.html"
-    index.write_text(env.get_template("history_index.html.j2").render(**common, root="../", frameworks=frameworks))
+    footer = {**common["notes"], "footer": f"{len(df):,} history rows of {len(frameworks)} frameworks, apart from "
+              f"the headline trials. Generated by `stopbench report` from {history_dir}/."}
+    index.write_text(env.get_template("history_index.html.j2").render(
+        **{**common, "notes": footer}, root="../", frameworks=frameworks))
     return [index, *written]

@@ -6,11 +6,13 @@ A corrupt line in a raw file is listed in the report (file:line) and skipped; it
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.frameworks import CORE
 from harness.results import schema
 from harness.results.capability import CAPABILITY_RULES, capability_rows
 from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
@@ -25,6 +27,7 @@ from harness.results.selection import (
     in_main_matrix,
     is_anchored,
     is_late,
+    is_measured,
     is_ok,
     tools_shown,
 )
@@ -219,12 +222,60 @@ def _records(df) -> list[dict[str, Any]]:
     return json.loads(df.to_json(orient="records")) if df is not None and not df.empty else []
 
 
+#: files and folders an older report wrote next to README.md, before the site moved into site/
+OLD_LAYOUT = ("index.html", "details.html", "rows.csv", "tokens_after_stop.svg", "effects_leaked.svg", "lie_ms.svg",
+              "tokens_after_stop.png", "effects_leaked.png", "lie_ms.png", "assets", "buttons", "frameworks")
+
+
+def trial_counts(full, df) -> dict[str, int]:
+    """The report's one count of trials, and its parts, computed once: every page says these numbers."""
+    return {"rows": len(full), "main": len(df), "orphan_matrix": len(full) - len(df),
+            "skipped": int((~is_measured(df)).sum()),
+            "frameworks": int(df.loc[df["framework"] != CORE, "framework"].nunique()),
+            "reference": int(bool((df["framework"] == CORE).any()))}
+
+
+def counts_text(c: dict[str, int]) -> str:
+    ref = " and the reference agent" if c["reference"] else ""
+    frameworks = f"{c['frameworks']} agent framework" + ("" if c["frameworks"] == 1 else "s")
+    return (f"{c['rows']:,} trials of {frameworks}{ref} ({c['main']:,} in the main matrix, "
+            f"{c['skipped']:,} of them skipped; {c['orphan_matrix']:,} in the orphan matrix)")
+
+
+def _clear_old_layout(to: Path) -> None:
+    """Delete what an older report wrote next to README.md (it would be stale, and tracked by mistake): only
+    files that say they are its output, and folders of nothing but pages."""
+    import shutil
+
+    def ours(path: Path) -> bool:
+        if path.suffix == ".html":
+            return "stopbench" in path.read_text(errors="replace")
+        if path.name == "rows.csv":
+            return path.read_text(errors="replace")[:40].startswith("schema_version")
+        return path.suffix in (".svg", ".png")
+
+    for name in OLD_LAYOUT:
+        path = to / name
+        if path.is_dir():
+            if all(p.suffix in (".html", ".css", ".js") for p in path.rglob("*") if p.is_file()):
+                shutil.rmtree(path)
+        elif path.is_file() and ours(path):
+            path.unlink()
+    for page in [*(to / "history").glob("*.html"), *(to / "history").glob("*.svg")]:
+        if ours(page):
+            page.unlink()
+
+
 def write_report(raw_dir: Path, to: Path) -> list[Path]:
-    """results/: the site (index.html first), README.md, CSV and JSON, plots. Every number from the rows."""
+    """`to`: README.md, summary.csv, capability.csv, summary.json (small, for a reader of the repository) and
+    the site in `to/site/` (index.html first, the plots, rows.csv). Every number from the rows of `raw_dir`."""
+    import shutil
+
     from harness.results.orphans import orphan_table
 
     full, bad = load(raw_dir)
     to.mkdir(parents=True, exist_ok=True)
+    _clear_old_layout(to)
     df = full[in_main_matrix(full)] if not full.empty else full  # every table but the orphan matrix's
     if df.empty:
         text = "# stopbench results\n\nNo result rows yet: run `nox` (or `stopbench run`) first.\n"
@@ -232,20 +283,23 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         (to / "README.md").write_text(text)
         return [to / "README.md"]
     from harness.results.agreement import agreement_frame
-    from harness.results.claims import judge, load_claims
+    from harness.results.claims import judged, load_claims
     from harness.results.plots import write_plots
-    from harness.results.scorecard import BEST_RULE, scorecard
-    from harness.results.site import write_site
+    from harness.results.scorecard import best_rule, scorecard
+    from harness.results.site import SITE, claim_links, write_site
 
-    for old in ("tokens_after_stop.png", "effects_leaked.png", "lie_ms.png"):  # the plots of earlier reports
-        (to / old).unlink(missing_ok=True)
-    plots = write_plots(df, to)
+    site = to / SITE
+    if site.exists():
+        shutil.rmtree(site)
+    site.mkdir()
+    counts = trial_counts(full, df)
+    plots = write_plots(df, site)
     caps = capability_rows(df)  # read by the capability table and the scorecard
     cards = scorecard(df, caps)
     claims = []
     for claim in load_claims():
-        verdict, decided_by = judge(claim, full)
-        claims.append({**claim, "verdict": verdict, "evidence": decided_by})
+        c = {**claim, **judged(claim, full)}
+        claims.append({**c, "links": claim_links(c)})
     cap = capability(df, caps)
     sections = [
         ("Capability table, measured", "capability", cap),
@@ -269,58 +323,67 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     numeric_summary(df).to_csv(summary_csv, index=False)
     capability_csv = to / "capability.csv"
     cap.to_csv(capability_csv, index=False)
-    rows_csv = to / "rows.csv"  # every stored field, in the schema's order; objects (versions, by kind) left out
+    rows_csv = site / "rows.csv"  # every stored field, in the schema's order; objects (versions, by kind) left out
     flat = full[[c for c in full.columns if c not in schema.FIELDS or schema.FIELDS[c].type is not dict]]
     flat.to_csv(rows_csv, index=False)
+    rule = best_rule()
     summary_json = to / "summary.json"
     summary_json.write_text(json.dumps({
-        "trials": len(df), "best_rule": BEST_RULE, "scorecard": cards,
-        "claims": [{k: c[k] for k in ("id", "framework", "claim", "rule", "verdict", "evidence")} for c in claims],
+        "trials": counts, "best_rule": rule, "scorecard": cards,
+        "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence")},
+                    "judged_on": [{k: link[k] for k in (*BUTTON, "k", "n")} for link in c["links"]]}
+                   for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"
-    readme.write_text(_markdown(df, raw_dir, cards, claims, sections, plots, bad, CAPABILITY_RULES, BEST_RULE))
+    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule))
     shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
     notes = {
-        "lede": (f"{len(df)} trials of {df['framework'].nunique()} agent frameworks and a reference agent: the same "
-                 "scripted job, a stop pressed at controlled moments, and everything counted from the outside by a "
-                 "world that plays the model provider and the services (tokens after the stop, side effects that "
-                 "still landed, processes and threads left, repeats on resume). Every number links down to the "
-                 "trials behind it, and each trial to its timeline."),
-        "best_rule": BEST_RULE[0].upper() + BEST_RULE[1:],
+        "lede": (f"{counts_text(counts)}: the same scripted job, a stop pressed at controlled moments, and "
+                 "everything counted from the outside by a world that plays the model provider and the services "
+                 "(tokens after the stop, side effects that still landed, processes left, repeats on resume). "
+                 "Every scorecard cell and every claim links to the trials behind it, and each trial to its "
+                 "timeline."),
         "rules": RULES + "\n" + CAPABILITY_RULES,
         "unreadable": "; ".join(str(b) for b in bad),
-        "footer": f"Generated by `stopbench report` from {raw_dir}/raw/ (rows measured at {shas}).",
+        "footer": f"{counts_text(counts)}. Generated by `stopbench report` from {raw_dir}/raw/ (rows measured at "
+                  f"{shas}).",
     }
-    pages = write_site(df, to, claims, cards, sections, plots,
+    pages = write_site(df, raw_dir, site, claims, cards, sections, plots,
                        [summary_csv, capability_csv, rows_csv, summary_json], notes, history_dir=raw_dir / "history")
-    return [readme, summary_csv, capability_csv, rows_csv, summary_json, *plots, *pages]
+    return [readme, summary_csv, capability_csv, summary_json, rows_csv, *plots, *pages]
 
 
-def _markdown(df, raw_dir: Path, cards, claims, sections, plots, bad, capability_rules: str, best_rule: str) -> str:
+def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str) -> str:
     import pandas as pd
 
+    from harness.results.scorecard import SHARES
+
     score = pd.DataFrame([{
-        "framework": c["framework"], "best button": c["best"]["mode"], "stops the run?": c["best"]["can_abort"],
-        "tokens after stop": c["best"]["tokens_after_stop"], "effects leaked": c["best"]["effects_leaked"],
-        "hung": f"{c['best']['hung']}/{c['best']['trials']}",
-        "leaving processes": f"{c['best']['processes_left']}/{c['best']['trials']}",
-        "resume repeats": f"{c['best']['resume_repeats']}/{c['best']['resumed']}"} for c in cards])
+        "framework": c["framework"], "best button": c["best"]["mode"] + (
+            f" ({c['best']['adapter']})" if c["best"]["adapter"] != c["framework"] else ""),
+        **{s.label: _share(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
+    site = os.environ.get("STOPBENCH_SITE_URL", "site/index.html")
     md = ["# stopbench results\n",
-          f"{len(df)} trials from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report is "
-          "[index.html](index.html) (a page per framework, every trial behind every cell, a timeline per trial).\n",
-          "## Scorecard: each framework's best stop button\n", _md(score), f"_{best_rule}._\n",
+          f"{counts_text(counts)}, from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report "
+          f"is [the site]({site}) (`nox -s report` writes it to site/, which git does not keep; a page per "
+          "framework, every trial behind every cell, a timeline per trial, a glossary).\n",
+          "## Scorecard: each framework's best stop button\n",
+          "Each cell: k/N = k of the N trials where it applies (mitigation none).\n", _md(score), f"_{rule}._\n",
           "## The article's claims, checked\n",
-          _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"], "decided by": c["evidence"]}
-                            for c in claims])),
+          _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"],
+                             "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
+                             "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
     for title, _, table in sections:
         md += [f"## {title}\n", _md(table)]
         if title.startswith("Capability"):
             md.append("```\n" + capability_rules + "```\n")
-    md.append("## Plots\n")
-    md += [f"![{p.stem}]({p.name})\n" for p in plots]
     md.append(_corrupt_md(bad))
     return "\n".join(md)
+
+
+def _share(v: dict[str, int]) -> str:
+    return schema.ratio_text(v["k"], v["n"]) if v["n"] else "n/a"
 
 
 def _corrupt_md(bad: list[CorruptLine]) -> str:

@@ -288,9 +288,9 @@ def _fields() -> Iterable[Field]:
                    else row["trigger_delay_ms"] <= TRIGGER_TOLERANCE_MS, better="higher")
 
     yield Field("cancel_tax_usd", float, "what the stop cost after it was pressed: tokens after stop, "
-                "compensations and orphan memory x time, priced by data/prices.yaml (computed by the report, "
-                "not stored)", "cost", "report", unit="usd", label="tax $", aggregation="median", digits=5,
-                better="lower")
+                "compensations, orphan memory x time and each leaked effect undone by hand, priced by "
+                "data/prices.yaml (computed by the report, not stored)", "cost", "report", unit="usd",
+                label="tax $", aggregation="median", digits=3, spec=".3f", better="lower")
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in _fields()}

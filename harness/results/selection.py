@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
+from harness.vocabulary import Event
 
 #: a trial's status (harness/results/metrics.py `status`), in the order tables count them
 STATUSES = ("ok", "hung", "failed", "runaway", "skipped")
@@ -69,6 +70,15 @@ def went_wrong(rows: Any) -> Any:
 def is_anchored(rows: Any, kind: str = "event") -> Any:
     """Trials whose stop was pressed at an event anchor (`event`) or at a planned time (`time`)."""
     return rows.get("offset_kind") == kind
+
+
+def in_flight_at_stop(rows: Any) -> Any:
+    """Trials stopped at an `effect_received` anchor: an effect's request had reached the world and was not
+    committed yet when the stop was pressed (an effect in flight)."""
+    prefix = f"on:{Event.EFFECT_RECEIVED}:"
+    if isinstance(rows, dict):
+        return str(rows.get("offset")).startswith(prefix)
+    return rows["offset"].astype(str).str.startswith(prefix)
 
 
 def is_late(rows: Any) -> Any:

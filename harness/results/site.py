@@ -1,10 +1,12 @@
-"""The published report as a static site: a headline page that answers in 30 seconds, a page per framework,
-a page per stop button listing every trial behind it, and a timeline for any trial from its evidence.
+"""The published report as a static site under `<report>/site/` (never committed: `nox -s report` makes it): a
+headline page that answers in 30 seconds, a page per framework, a page per stop button listing every trial
+behind it (filterable; each scorecard cell links to exactly its trials), a glossary, and a timeline for any
+trial from its evidence.
 
 Plain files (jinja2 templates in harness/results/templates, one CSS and one JS file, no CDN): they work
 opened from disk and on GitHub Pages. A trial's timeline is drawn in the browser from the evidence kept
-with its row (harness/results/evidence.py), embedded in its button's page as the gzip the run wrote,
-base64 (DecompressionStream unpacks it), so no page fetches anything.
+with its row (harness/results/evidence.py), embedded in its button's page as one gzip, base64
+(DecompressionStream unpacks it), so no page fetches anything. The same rows give the same bytes.
 """
 
 from __future__ import annotations
@@ -21,17 +23,23 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.evidence import read_evidence
+from harness.results.glossary import NOTATION, glossary_terms, header_links
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
-from harness.results.selection import CONDITION
+from harness.results.scorecard import SHARES, base_rows, best_rule, legend, trial_flags
+from harness.results.selection import BUTTON, CONDITION
 from harness.vocabulary import Mark
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]
+#: the site's folder inside a report's folder
+SITE = "site"
 #: the columns of a button's trial table, in order (labels from the schema)
-TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_new",
-                "effects_leaked", "lie_ms", "stop_return_ms", "threads_left", "orphans", "resume_ok",
+TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_in_flight",
+                "effects_new", "effects_leaked", "lie_ms", "stop_return_ms", "threads_left", "orphans", "resume_ok",
                 "resume_duplicate_effects")
+#: a details table whose page would be larger than this gets a page of its own
+OWN_PAGE_BYTES = 200_000
 
 
 def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
@@ -64,60 +72,80 @@ def _views(path: Path) -> dict[str, str]:
     """trial_id -> that trial's timeline (`view` of its evidence) as one JSON line."""
     if not path.exists():
         return {}
-    return {r["trial_id"]: json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"))
+    return {r["trial_id"]: json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"), sort_keys=True)
             for r in read_evidence(path)}
 
 
-def _evidence_blob(path: Path, trial_ids: set[str]) -> tuple[str, int]:
-    """The timelines of these trials as base64 of one gzip of JSON lines, and how many were found. The page
-    shows what the view keeps; the evidence file keeps every event."""
-    lines = [line for tid, line in _views(path).items() if tid in trial_ids]
+def _evidence_blob(path: Path, trial_ids: list[str]) -> tuple[str, int]:
+    """The timelines of these trials (in this order) as base64 of one gzip of JSON lines, and how many were
+    found. The page shows what the view keeps; the evidence file keeps every event."""
+    views = _views(path)
+    lines = [views[tid] for tid in trial_ids if tid in views]
     if not lines:
         return "", 0
     packed = gzip.compress(("\n".join(lines) + "\n").encode(), compresslevel=9, mtime=0)
     return base64.b64encode(packed).decode(), len(lines)
 
 
-def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
-               tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
-               notes: dict[str, str], history_dir: Path | None = None) -> list[Path]:
-    """index.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir`
-    has runs: harness/results/history.py), assets/. Returns the pages."""
+def _env():
     import jinja2
-
-    from harness.results.history import load_history, write_history
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["field"] = lambda v, name: schema.field(name).text(v)  # `{{ v|field("lie_ms") }}`
     env.filters["slug"] = lambda s: slug(s)
+    env.filters["ms"] = lambda v: "-" if v is None else f"{v:g}"
+    return env
+
+
+def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
+               tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
+               notes: dict[str, Any], history_dir: Path | None = None) -> list[Path]:
+    """The site into `out` (a fresh folder: the report empties it, so nothing of an older report lingers; the
+    plots are drawn there first): index.html, glossary.html,
+    details.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir` has
+    runs: harness/results/history.py), assets/, the plots and the downloads. `raw_dir`: the folder the rows and
+    evidence were read from. Returns the pages."""
+    from harness.results.history import load_history, write_history
+
+    env = _env()
     assets = out / "assets"
     assets.mkdir(parents=True, exist_ok=True)
     for name in ("site.css", "site.js"):
         shutil.copyfile(TEMPLATES / name, assets / name)
-    for stale in ("frameworks", "buttons"):  # pages of buttons no longer measured must not linger
-        shutil.rmtree(out / stale, ignore_errors=True)
-    for page in (out / "history").glob("*.html") if (out / "history").is_dir() else []:
-        page.unlink()
+    for f in [*plots, *downloads]:
+        if f.parent != out:
+            shutil.copyfile(f, out / f.name)
     env.globals["has_history"] = history_dir is not None and load_history(history_dir)[0] is not None
     folders = {f.name: f for f in discover(ROOT)}
     env.globals["colors"] = framework_colors(df["framework"])
+    env.globals["shares"] = SHARES
     texts = mode_texts(ROOT)
     written = []
-    common = {"n_trials": len(df), "notes": notes}
+    common = {"notes": notes}
+
+    def table(d, root: str) -> str:
+        return header_links(html_table(d, root), root)
 
     index = out / "index.html"
     index.write_text(env.get_template("index.html.j2").render(
-        **common, root="", cards=cards, claims=claims, tables=[(t, a, html_table(d)) for t, a, d in tables],
-        plots=[p.name for p in plots], downloads=[d.name for d in downloads]))
+        **common, root="", cards=cards, claims=claims, best_rule=best_rule(), legend=legend(),
+        tables=[(t, a, table(d, "")) for t, a, d in tables[:1]],
+        plots=[p.name for p in plots[:1]], more_plots=len(plots) > 1, downloads=[d.name for d in downloads]))
     written.append(index)
-    details = out / "details.html"
-    details.write_text(env.get_template("details.html.j2").render(
-        **common, root="", rules=notes.get("rules", ""), tables=[(t, a, html_table(d)) for t, a, d in tables]))
-    written.append(details)
+    plots_page = out / "plots.html"  # every plot; the index shows the first (the leaks) alone, to stay light
+    plots_page.write_text(env.get_template("plots.html.j2").render(**common, root="", plots=[p.name for p in plots]))
+    written.append(plots_page)
+    written += _details(env, out, common, tables, table)
+    glossary = out / "glossary.html"
+    glossary.write_text(env.get_template("glossary.html.j2").render(
+        **common, root="", terms=glossary_terms(), notation=NOTATION, rules=notes.get("rules", "")))
+    written.append(glossary)
 
-    (out / "frameworks").mkdir(exist_ok=True)
-    (out / "buttons").mkdir(exist_ok=True)
+    (out / "frameworks").mkdir()
+    (out / "buttons").mkdir()
+    base = base_rows(df)
+    claim_flags = _claim_flags(claims)
     for card in cards:
         fw = card["framework"]
         folder = folders.get(fw)
@@ -129,37 +157,101 @@ def write_site(df, out: Path, claims: list[dict[str, Any]], cards: list[dict[str
             claims=[c for c in claims if c["framework"] == fw]))
         written.append(page)
         for b in card["buttons"]:
-            written.append(_button_page(env, df, out, common, fw, b, texts.get((b["adapter"], b["mode"]), "")))
+            written.append(_button_page(env, df, base, raw_dir, out, common, fw, b,
+                                        texts.get((b["adapter"], b["mode"]), ""), claim_flags))
     if history_dir is not None:
         written += write_history(history_dir, out, env, common)
     return written
 
 
-def _button_page(env, df, out: Path, common: dict, framework: str, b: dict[str, Any], text: str) -> Path:
+def _details(env, out: Path, common: dict, tables, table) -> list[Path]:
+    """details.html with every table, but one that is large on a page of its own (details-<anchor>.html)."""
+    shown, own, written = [], [], []
+    for title, anchor, d in tables:
+        html = table(d, "")
+        if len(html) > OWN_PAGE_BYTES:
+            page = out / f"details-{anchor}.html"
+            page.write_text(env.get_template("details.html.j2").render(
+                **common, root="", rules="", tables=[(title, anchor, html)], own=[]))
+            written.append(page)
+            own.append((title, page.name, len(d)))
+        else:
+            shown.append((title, anchor, html))
+    details = out / "details.html"
+    details.write_text(env.get_template("details.html.j2").render(
+        **common, root="", rules=common["notes"].get("rules", ""), tables=shown, own=own))
+    return [details, *written]
+
+
+def _claim_flags(claims: list[dict[str, Any]]) -> dict[str, tuple[list[str], list[str]]]:
+    """trial_id -> (claims it was judged in, claims it decided): the button pages mark trials with them."""
+    flags: dict[str, tuple[list[str], list[str]]] = {}
+    for c in claims:
+        for which, rows in enumerate((c["over"], c["counted"])):
+            for tid in rows["trial_id"] if len(rows) else []:
+                flags.setdefault(tid, ([], []))[which].append(f"claim-{c['id']}")
+    return flags
+
+
+def claim_links(claim: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per button a claim was judged on: the link to its page filtered to the trials that decided it (k of N),
+    or to all N when none did."""
+    over, counted = claim["over"], claim["counted"]
+    out = []
+    if not len(over):
+        return out
+    for (adapter, mode), g in over.groupby(list(BUTTON), sort=True):
+        k = int(counted[(counted["adapter"] == adapter) & (counted["mode"] == mode)]["trial_id"].nunique()) \
+            if len(counted) else 0
+        n = int(g["trial_id"].nunique())
+        which = "cell" if k else "over"
+        out.append({"adapter": adapter, "mode": mode, "k": k, "n": n,
+                    "href": f"buttons/{slug(adapter, mode)}.html#{which}=claim-{claim['id']}"})
+    return out
+
+
+def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framework: str, b: dict[str, Any],
+                 text: str, claim_flags: dict[str, tuple[list[str], list[str]]]) -> Path:
     rows = df[(df["adapter"] == b["adapter"]) & (df["mode"] == b["mode"])].sort_values(
-        ["mitigation", *CONDITION, "rep"])
-    raw = out / "raw"
+        ["mitigation", *CONDITION, "rep", "trial_id"])
+    mine = base[(base["adapter"] == b["adapter"]) & (base["mode"] == b["mode"])]
+    flags = trial_flags(mine)
+    over = {tid: [k for k, (o, _) in flags.items() if o[i]] for i, tid in zip(mine.index, mine["trial_id"],
+                                                                              strict=True)}
+    counted = {tid: [k for k, (_, c) in flags.items() if c[i]] for i, tid in zip(mine.index, mine["trial_id"],
+                                                                                 strict=True)}
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in b["adapter"])
-    blob, found = _evidence_blob(out / "evidence" / f"{safe}.jsonl.gz", set(rows["trial_id"]))
+    blob, found = _evidence_blob(raw_dir / "evidence" / f"{safe}.jsonl.gz", list(rows["trial_id"]))
     trials = []
     for _, r in rows.iterrows():
-        trials.append({"trial_id": r["trial_id"], "run_id": r["run_id"], "scenario": r["scenario"],
+        tid = r["trial_id"]
+        claimed = claim_flags.get(tid, ([], []))
+        trials.append({"trial_id": tid, "run_id": r["run_id"], "scenario": r["scenario"],
                        "offset": r["offset"], "tool_style": r["tool_style"], "mitigation": r["mitigation"],
                        "rep": r["rep"], "status": r["status"],
                        "reason": r["reason"] if isinstance(r["reason"], str) else "",
+                       "n": " ".join([*over.get(tid, []), *claimed[0]]),
+                       "k": " ".join([*counted.get(tid, []), *claimed[1]]),
                        "cells": [schema.field(f).text(r.get(f)) for f in TRIAL_FIELDS]})
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
+    raw_file = raw_dir / "raw" / f"{safe}.jsonl"
+    filters = {name: sorted({t[name] for t in trials}, key=str)
+               for name in (*CONDITION, "mitigation", "status")}
     page.write_text(env.get_template("button.html.j2").render(
-        **common, root="../", framework=framework, b=b, text=text, trials=trials,
-        labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
-        raw_file=f"../raw/{safe}.jsonl" if (raw / f"{safe}.jsonl").exists() else None))
+        **common, root="../", framework=framework, b=b, text=text, trials=trials, filters=filters,
+        fields=TRIAL_FIELDS, labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
+        raw_file=_relative(raw_file, page.parent) if raw_file.exists() else None))
     return page
+
+
+def _relative(path: Path, page_dir: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), page_dir.resolve())).as_posix()
 
 
 def _source_link(path: str, page_dir: Path) -> str:
     """A link to a file of the repository: under STOPBENCH_SOURCE_URL (e.g. the repo's blob URL at the
-    commit, for GitHub Pages) when set, else relative to the page (results/ inside the checkout)."""
+    commit, for GitHub Pages) when set, else relative to the page (the site inside the checkout)."""
     base = os.environ.get("STOPBENCH_SOURCE_URL", "").rstrip("/")
     if base:
         return f"{base}/{path}"
-    return os.path.relpath(ROOT / path, page_dir.resolve())
+    return _relative(ROOT / path, page_dir)
