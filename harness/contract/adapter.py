@@ -105,6 +105,17 @@ class TrialContext:
         return SYSTEM_PROMPT
 
 
+@dataclass(frozen=True)
+class HostHoldings:
+    """What an adapter process of another language says it holds (docs/adapter-protocol.md, `audit`): its pid and
+    the items it holds that it did not hold before the run. The audit counts them by the one rule of idle and
+    scheduled work (harness/trial/activity.py); `error` says why it could not be asked."""
+
+    pid: int
+    held: list[dict[str, str]]
+    error: str | None = None
+
+
 def stop_method_name(mode: str) -> str:
     """`stop_<mode>`, with anything not allowed in a Python name as `_` (`cancel+state` -> `stop_cancel_state`)."""
     return "stop_" + re.sub(r"\W", "_", mode)
@@ -167,6 +178,11 @@ class Adapter(abc.ABC):
 
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
+
+    async def held(self) -> HostHoldings | None:
+        """What an adapter process in another language holds, for the audit; None for an adapter in the subject
+        itself (the audit sees its threads and tasks directly)."""
+        return None
 
     @abc.abstractmethod
     async def close(self) -> None: ...
