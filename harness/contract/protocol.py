@@ -119,7 +119,7 @@ def check_declared(cls: type[Adapter], caps: Capabilities, where: str) -> None:
              ("unsupported", sorted(map(list, cls.unsupported)), sorted(map(list, caps.unsupported))))
     for name, declared, said in pairs:
         if declared != said:
-            raise ProtocolError(f"{where}: field {name!r}: the process says {said}, its framework.toml declares "
+            raise ProtocolError(f"{where}: field {name!r}: the process says {said}; the adapter declares "
                                 f"{declared}")
 
 
@@ -236,7 +236,9 @@ class ProtocolAdapter(Adapter):
         conn, self.conn = self.conn, None
         if conn is None:
             return
-        error: BaseException | None = None
+        # a violation since the stop (a line of junk, an exit) is said here, the last call: the row keeps what the
+        # world measured, and close_ok says the conversation broke
+        error: BaseException | None = conn.broken
         if conn.broken is None and not conn.exited.done():
             try:
                 await conn.request("close")

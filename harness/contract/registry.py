@@ -19,7 +19,7 @@ from typing import Any
 
 from harness import ADAPTERS
 from harness.contract.adapter import Adapter, stop_method_name
-from harness.contract.protocol import ProtocolError, protocol_adapter
+from harness.contract.protocol import ProtocolAdapter, ProtocolError, protocol_adapter
 from harness.frameworks import MANIFEST, NPM_LOCKFILE, FrameworkError, load
 
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent.parent / "adapters"
@@ -51,8 +51,7 @@ def _declares_protocol(folder: Path) -> bool:
 
 @functools.cache
 def _protocol_adapter(name: str) -> type[Adapter]:
-    """The class of a folder's adapter process, asked once for its capabilities and versions (refused here, before
-    any trial, when it breaks the protocol or disagrees with its framework.toml)."""
+    """The class of a folder's adapter process."""
     folder = ADAPTERS_DIR / _folder(name)
     try:
         framework = load(folder)
@@ -61,12 +60,7 @@ def _protocol_adapter(name: str) -> type[Adapter]:
     if framework.protocol is not None and framework.protocol.npm and not (folder / "node_modules").is_dir():
         raise AdapterError(f"adapter {name!r} is not installed here: {folder} has a {NPM_LOCKFILE} but no "
                            f"node_modules; run `npm ci` there, or its nox session: nox -s \"tests(suite='{name}')\"")
-    cls = protocol_adapter(framework)
-    try:
-        cls.probe()
-    except ProtocolError as e:
-        raise AdapterError(str(e)) from e
-    return cls
+    return protocol_adapter(framework)
 
 
 def entry_point_names() -> list[str]:
@@ -133,6 +127,11 @@ def _import(module_name: str, attr: str) -> Any:
 def _checked(cls: Any, origin: str) -> type[Adapter]:
     if not (isinstance(cls, type) and issubclass(cls, Adapter)):
         raise AdapterError(f"adapter {origin!r}: {cls!r} is not a harness.contract.adapter.Adapter subclass")
+    if issubclass(cls, ProtocolAdapter):  # its process, asked once: refused here, before any trial, if it is wrong
+        try:
+            cls.probe()
+        except ProtocolError as e:
+            raise AdapterError(str(e)) from e
     if not getattr(cls, "stop_modes", None):
         raise AdapterError(f"adapter {origin!r}: declares no stop_modes")
     if cls.stop is Adapter.stop:
