@@ -57,6 +57,39 @@ def test_an_interval_left_by_the_stop_is_a_runaway_named_by_its_timer(tmp_path):
     assert row["effects_after_stop_by_kind"] == {"chat": len(posts)}
 
 
+def test_a_signal_stop_that_ends_the_process_returns_when_it_exits_and_leaves_nothing_to_resume(tmp_path):
+    (row,) = run(KA + "ExitsOnSigterm", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
+    assert row["status"] == "ok", row["reason"]
+    assert row["stop_return_ms"] is not None
+    assert (row["effects_after_stop"], row["tasks_left"], row["children_left"], row["orphans"]) == (0, 0, 0, 0)
+    assert row["resume_ok"] is None and row["resume_error"] == "no resume"  # the process is gone
+    assert row["close_ok"] is True  # exiting on its stop's signal is no violation
+    events = find_trial(tmp_path, row["run_id"])["events"]
+    (absent,) = [e for e in events if e["event"] == Event.MARK and e["name"] == Mark.RESUME_ABSENT]
+    assert absent["data"]["reason"] == ("known-protocol-exits-on-sigterm: the adapter process ended at the stop "
+                                        "(SIGTERM): nothing of it is left to resume")
+
+
+def test_a_signal_stop_returns_at_the_stopped_notification_after_what_its_handler_did(tmp_path):
+    (row,) = run(KA + "EmailsOnSigterm", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["effects_after_stop"], row["effects_new"], row["effects_leaked"]) == (1, 1, 1)
+    assert row["stop_return_ms"] >= 150  # the handler's email (150 ms service) before `stopped`
+    assert row["lie_ms"] == 0  # nothing landed after stop returned
+    assert row["resume_ok"] is None and row["resume_error"] == "no resume"  # answered -32001
+
+
+def test_a_child_of_the_process_is_left_after_the_stop_an_orphan_after_close_and_outlives_a_host_crash(tmp_path):
+    rows = run(KA + "LeavesChild", tmp_path, offsets=["at:50ms"], tool_styles=["async"], hosts=["close", "crash"])
+    closed, crashed = sorted(rows, key=lambda r: r["host"])
+    assert (closed["status"], crashed["status"]) == ("ok", "ok"), (closed["reason"], crashed["reason"])
+    assert (closed["children_left"], closed["orphans"]) == (1, 1)  # the sleep; the process itself is the app
+    assert (crashed["children_left"], crashed["crash_orphans"]) == (1, 1)  # the process died with its host
+    events = find_trial(tmp_path, crashed["run_id"])["events"]
+    (crash,) = [e for e in events if e["event"] == Event.MARK and e["name"] == Mark.HOST_CRASHED]
+    assert [p["cmdline"] for p in crash["data"]["survivors"]] == ["sleep 60"]
+
+
 def test_a_stop_never_answered_is_hung_in_stop_and_the_process_is_ended(tmp_path):
     (row,) = run(KA + "NeverAnswersStop", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
     assert row["status"] == "hung"

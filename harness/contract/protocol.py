@@ -238,7 +238,8 @@ class ProtocolAdapter(Adapter):
             return
         # a violation since the stop (a line of junk, an exit) is said here, the last call: the row keeps what the
         # world measured, and close_ok says the conversation broke
-        error: BaseException | None = conn.broken
+        ended_by_signal = self.signalled is not None and conn.exited.done()  # its stop's signal ended it: no fault
+        error: BaseException | None = None if ended_by_signal else conn.broken
         if conn.broken is None and not conn.exited.done():
             try:
                 await conn.request("close")
@@ -247,7 +248,7 @@ class ProtocolAdapter(Adapter):
         code = await conn.end(EXIT_S)
         if error is not None:
             raise error
-        if code is None and conn.broken is None:
+        if code is None:  # it was still running: killed
             raise ProtocolError(f"{self.name}: the adapter process did not exit within {EXIT_S:g} s of close and the "
                                 "end of its stdin; it was killed")
 

@@ -43,6 +43,13 @@ class PostsForever(_Process):
     command = _command("posts-forever", name)
 
 
+class LeavesChild(_Process):
+    """Starts a child process (`sleep 60`) at start and never ends it, not even in close."""
+
+    name = "known-protocol-leaves-child"
+    command = _command("leaves-child", name)
+
+
 class NeverAnswersStop(_Process):
     """Takes the stop request and never answers it."""
 
@@ -69,3 +76,23 @@ class BadCapabilities(_Process):
 
     name = "known-protocol-bad-capabilities"
     command = _command("bad-capabilities", name)
+
+
+class _Signalled(_Process):
+    stop_modes = {"sigterm": "SIGTERM to the app"}
+    resume_primitive = "none, it turns out"
+
+
+class ExitsOnSigterm(_Signalled):
+    """Its stop mode is SIGTERM, on which the process exits at once (a Node app's default)."""
+
+    name = "known-protocol-exits-on-sigterm"
+    command = _command("sigterm-exits", name)
+
+
+class EmailsOnSigterm(_Signalled):
+    """Its SIGTERM handler sends one email, ends the job, then notifies `stopped`; resume answers that there is
+    none (-32001)."""
+
+    name = "known-protocol-emails-on-sigterm"
+    command = _command("sigterm-emails", name)

@@ -2,6 +2,7 @@
 // side (harness/contract/protocol.py) must report exactly what each one plants. Node built-ins only, and
 // stopbench-tools' audit and tools by path, so the core tests need no npm install.
 //   node protocol_process.mjs BEHAVIOUR NAME
+import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { held } from "../../js/stopbench-tools/audit.mjs";
 import { Toolbox } from "../../js/stopbench-tools/tools.mjs";
@@ -11,12 +12,24 @@ const EMAIL = { to: "ops@example.com", subject: "leak", body: "sent after stop" 
 const POST = { channel: "#ops", text: "still here" };
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
 
-const stopModes = { cancel: { primitive: "end the job" } };
+const signalled = behaviour.startsWith("sigterm-");
+const stopModes = signalled ? { sigterm: { primitive: "SIGTERM to the app", signal: "SIGTERM" } }
+  : { cancel: { primitive: "end the job" } };
 if (behaviour === "bad-capabilities") stopModes.abort = { primitive: "a mode its declaration does not have" };
 send({
   method: "capabilities",
-  params: { protocol: 1, name, stop_modes: stopModes, resume_primitive: "", tool_styles: ["async"], unsupported: {} },
+  params: { protocol: 1, name, stop_modes: stopModes, resume_primitive: signalled ? "none, it turns out" : "",
+            tool_styles: ["async"], unsupported: {} },
 });
+if (behaviour === "sigterm-exits") process.on("SIGTERM", () => process.exit(0)); // the app ends on the signal
+if (behaviour === "sigterm-emails") {
+  // the app's handler sends one email, ends the job, then says it stopped
+  process.on("SIGTERM", async () => {
+    await toolbox.call("send_email", EMAIL);
+    endJob("cancelled");
+    send({ method: "stopped", params: { signal: "SIGTERM" } });
+  });
+}
 
 let endJob;
 const job = new Promise((resolve) => (endJob = resolve));
@@ -27,6 +40,8 @@ const handlers = {
     toolbox = new Toolbox(ctx);
     // a framework that logs with process.stdout.write: the line lands among the protocol's messages
     if (behaviour === "junk-on-stdout") process.stdout.write("framework says hi\n");
+    // a child the app never ends (a tool's helper, an MCP server deaf to everything)
+    if (behaviour === "leaves-child") spawn("sleep", ["60"], { stdio: "ignore" });
     return {};
   },
   async stop() {
@@ -42,6 +57,9 @@ const handlers = {
     if (behaviour === "bad-wait-answer") return { ended: "done" };
     return { ended: await job, error: null };
   },
+  resume() {
+    throw Object.assign(new Error("no state was kept"), { code: -32001 });
+  },
   close: () => ({}),
   versions: () => ({ packages: { node: process.versions.node } }),
   audit: () => ({ held: held() }),
@@ -52,6 +70,7 @@ lines.on("line", (line) => {
   const { id, method, params } = JSON.parse(line);
   Promise.resolve()
     .then(() => handlers[method](params))
-    .then((result) => send({ id, result }), (error) => send({ id, error: { code: -32002, message: String(error) } }));
+    .then((result) => send({ id, result }),
+      (error) => send({ id, error: { code: error.code ?? -32002, message: String(error) } }));
 });
 lines.on("close", () => setTimeout(() => process.exit(0), 20));
