@@ -47,8 +47,14 @@ def test_an_interval_left_by_the_stop_is_a_runaway_named_by_its_timer(tmp_path):
     assert row["failed_step"] == Mark.SETTLE
     assert row["reason"].startswith("'settle': the run still had work scheduled 5s after the observation floor: ")
     assert "timer 'setInterval(poster, 500 ms)' of the adapter process timer" in row["reason"]
-    assert row["tasks_left"] == 1  # the interval, still pending at the audit after the stop
     events = find_trial(tmp_path, row["run_id"])["events"]
+    audit = next(e["data"] for e in events if e["event"] == Event.MARK and e["name"] == Mark.AUDIT
+                 and e["data"]["phase"] == "after_stop")
+    held = audit["adapter_process"]["held"]
+    # the interval, still pending at the audit after the stop, and whatever its post in flight held then (the
+    # socket's 30 s timeout timer, its connect): each counted in tasks_left by its kind
+    assert [i["what"] for i in held if "poster" in i["what"]] == ["setInterval(poster, 500 ms)"]
+    assert row["tasks_left"] == len([i for i in held if i["kind"] in ("timer", "immediate", "request")])
     settle = next(e for e in events if e["event"] == Event.MARK and e["name"] == Mark.SETTLE)
     called = next(e["t"] for e in events if e["event"] == Event.MARK and e["name"] == Mark.STOP_CALLED)
     posts = [e for e in events if e["event"] == Event.EFFECT_COMMITTED and e["kind"] == "chat"
@@ -95,6 +101,13 @@ def test_a_stop_never_answered_is_hung_in_stop_and_the_process_is_ended(tmp_path
     assert row["status"] == "hung"
     assert (row["failed_step"], row["reason"]) == ("stop", "'stop' overran 1.5s")
     assert row["stop_return_ms"] is None
+
+
+def test_a_process_that_dies_at_start_fails_the_trial_with_its_exit_status_and_stderr(tmp_path):
+    (row,) = run(KA + "CrashesAtStart", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
+    assert row["status"] == "failed"
+    assert row["reason"].startswith("start: ProtocolError: known-protocol-crashes-at-start: the adapter process "
+                                    "exited with 3; its stderr ends: framework: cannot find its model")
 
 
 def test_junk_on_stdout_fails_the_trial_naming_the_adapter_and_the_line(tmp_path):

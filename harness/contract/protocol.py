@@ -162,7 +162,7 @@ class ProtocolAdapter(Adapter):
         def note(method: str, params: dict[str, Any]) -> None:
             where = f"{self.name}: {method}"
             if method == "capabilities" and not ready.done():
-                caps = parse_capabilities(params, where)
+                caps = parse_capabilities(params, where)  # a ProtocolError breaks the connection: start fails
                 check_declared(type(self), caps, where)
                 ready.set_result(caps)
             elif method == "stopped" and self.signalled is not None and not self.stopped.done():
@@ -171,15 +171,14 @@ class ProtocolAdapter(Adapter):
                 raise ProtocolError(f"{where}: not a notification the adapter may send now (capabilities first, "
                                     "once; stopped after a signal stop)")
 
-        self.conn = Connection.spawn(self.name, list(self.command), self.folder, os.environ,
-                                     self.ctx.workdir / STDERR_FILE, note)
-        self.conn.exited.add_done_callback(lambda _: ready.done() or ready.set_exception(
-            self.conn.broken or ProtocolError(f"{self.name}: the adapter process ended before its capabilities")))
-        try:
-            self.caps = await asyncio.wait_for(ready, CAPABILITIES_S)
-        except TimeoutError:
-            raise ProtocolError(f"{self.name}: no capabilities message within {CAPABILITIES_S:g} s of its start"
-                                f"{self.conn.stderr_tail()}") from None
+        conn = self.conn = Connection.spawn(self.name, list(self.command), self.folder, os.environ,
+                                            self.ctx.workdir / STDERR_FILE, note)
+        await asyncio.wait({ready, conn.failed}, timeout=CAPABILITIES_S, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.done():
+            ready.cancel()
+            raise conn.broken or ProtocolError(f"{self.name}: no capabilities message within {CAPABILITIES_S:g} s "
+                                               f"of its start{conn.stderr_tail()}")
+        self.caps = ready.result()
         self.baseline = {item["id"] for item in (await self.conn.request("audit", timeout_s=AUDIT_S * 5))["held"]}
         await self.conn.request("start", self._start_params())
 

@@ -100,6 +100,7 @@ class Connection:
         self.next_id = 1
         self.broken: ProtocolError | None = None
         self.exited = self.loop.create_future()  # set at the end of stdout: the process is gone or going
+        self.failed = self.loop.create_future()  # set to the first violation (or the end of the process)
         self._buffer = b""
         self._fd = proc.stdout.fileno()  # type: ignore[union-attr]
         os.set_blocking(self._fd, False)
@@ -147,7 +148,10 @@ class Connection:
         self.loop.remove_reader(self._fd)
         if not self.exited.done():
             self.exited.set_result(None)
-        code = self.proc.poll()
+        try:  # a process that closed its stdout is exiting: its status, if it comes at once
+            code: int | None = self.proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            code = None
         why = f"exited with {code}" if code is not None else "closed its stdout"
         self._break(ProtocolError(f"{self.name}: the adapter process {why}{self.stderr_tail()}"))
 
@@ -192,13 +196,14 @@ class Connection:
         method, fut = self.pending.pop(rid)
         where = f"{self.name}: answer to {method} (id {rid})"
         if ("result" in message) == ("error" in message):
+            self.pending[rid] = (method, fut)  # fails with the others
             self._break(ProtocolError(f"{where}: fields 'result' and 'error': expected exactly one of them"))
-            fut.cancel() if not fut.done() else None
             return
         if "error" in message:
             error = message["error"]
             if not (isinstance(error, dict) and isinstance(error.get("code"), int)
                     and isinstance(error.get("message"), str)):
+                self.pending[rid] = (method, fut)
                 self._break(_field(where, "error", "an object with integer code and string message", error))
                 return
             if not fut.done():
@@ -207,9 +212,8 @@ class Connection:
         try:
             result = check_result(method, message["result"], where)
         except ProtocolError as e:
+            self.pending[rid] = (method, fut)
             self._break(e)
-            if not fut.done():
-                fut.set_exception(e)
             return
         if not fut.done():
             fut.set_result(result)
@@ -218,6 +222,7 @@ class Connection:
         """The first violation (or the end of the process) ends the conversation: everything waiting fails with it."""
         if self.broken is None:
             self.broken = error
+            self.failed.set_result(error)
         for _, fut in self.pending.values():
             if not fut.done():
                 fut.set_exception(self.broken)

@@ -50,6 +50,13 @@ class LeavesChild(_Process):
     command = _command("leaves-child", name)
 
 
+class CrashesAtStart(_Process):
+    """Writes a line to stderr and exits with 3 when asked to start."""
+
+    name = "known-protocol-crashes-at-start"
+    command = _command("crashes-at-start", name)
+
+
 class NeverAnswersStop(_Process):
     """Takes the stop request and never answers it."""
 

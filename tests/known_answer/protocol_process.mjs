@@ -42,6 +42,10 @@ const handlers = {
     if (behaviour === "junk-on-stdout") process.stdout.write("framework says hi\n");
     // a child the app never ends (a tool's helper, an MCP server deaf to everything)
     if (behaviour === "leaves-child") spawn("sleep", ["60"], { stdio: "ignore" });
+    if (behaviour === "crashes-at-start") {
+      process.stderr.write("framework: cannot find its model\n");
+      process.exit(3);
+    }
     return {};
   },
   async stop() {
