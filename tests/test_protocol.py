@@ -103,6 +103,16 @@ def test_a_stop_never_answered_is_hung_in_stop_and_the_process_is_ended(tmp_path
     assert row["stop_return_ms"] is None
 
 
+def test_what_the_process_tries_to_reach_beyond_loopback_is_counted_as_egress_after_close(tmp_path):
+    (row,) = run(KA + "PhonesHome", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
+    assert row["status"] == "ok", row["reason"]
+    assert row["egress_attempts"] == 1  # the name it resolved; its connection never came (no such name here)
+    events = find_trial(tmp_path, row["run_id"])["events"]
+    audit = next(e["data"] for e in events if e["event"] == Event.MARK and e["name"] == Mark.AUDIT
+                 and e["data"]["phase"] == "after_close")
+    assert audit["egress"] == ["resolve telemetry.example.com"]
+
+
 def test_a_process_that_dies_at_start_fails_the_trial_with_its_exit_status_and_stderr(tmp_path):
     (row,) = run(KA + "CrashesAtStart", tmp_path, offsets=["at:50ms"], tool_styles=["async"])
     assert row["status"] == "failed"

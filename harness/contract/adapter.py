@@ -114,6 +114,10 @@ class HostHoldings:
     pid: int
     held: list[dict[str, str]]
     error: str | None = None
+    #: its attempts to reach anything but loopback since it started ("resolve HOST", "connect ADDRESS:PORT")
+    egress: list[str] = field(default_factory=list)
+    #: False once the process was closed: only its egress is still told
+    connected: bool = True
 
 
 def stop_method_name(mode: str) -> str:

@@ -151,6 +151,8 @@ class ProtocolAdapter(Adapter):
         self.baseline: set[str] = set()
         self.stopped: asyncio.Future | None = None  # a signal stop: the process said `stopped`
         self.signalled: str | None = None
+        self.egress: list[str] = []  # its attempts beyond loopback, from its latest audit
+        self.closed_pid: int | None = None
 
     # --- the lifecycle --------------------------------------------------------------------------
 
@@ -232,9 +234,12 @@ class ProtocolAdapter(Adapter):
     async def close(self) -> None:
         """`close`, then the end of its stdin: the process exits on its own within EXIT_S, or is killed and
         close() says so."""
-        conn, self.conn = self.conn, None
+        conn = self.conn
         if conn is None:
             return
+        if conn.broken is None and not conn.exited.done():
+            await self.held()  # its egress to the last
+        self.conn, self.closed_pid = None, conn.pid
         # a violation since the stop (a line of junk, an exit) is said here, the last call: the row keeps what the
         # world measured, and close_ok says the conversation broke
         ended_by_signal = self.signalled is not None and conn.exited.done()  # its stop's signal ended it: no fault
@@ -255,14 +260,16 @@ class ProtocolAdapter(Adapter):
         """What the process says it holds, less what it held before the run: its answer to `audit`."""
         conn = self.conn
         if conn is None or conn.exited.done():
-            return None
+            gone = conn.pid if conn is not None else self.closed_pid
+            return HostHoldings(gone, [], egress=self.egress, connected=False) if gone and self.egress else None
         if conn.broken is not None:
-            return HostHoldings(conn.pid, [], error=str(conn.broken))
+            return HostHoldings(conn.pid, [], error=str(conn.broken), egress=self.egress)
         try:
             result = await conn.request("audit", timeout_s=AUDIT_S)
         except (ProtocolError, AdapterFailed) as e:
-            return HostHoldings(conn.pid, [], error=str(e))
-        return HostHoldings(conn.pid, [i for i in result["held"] if i["id"] not in self.baseline])
+            return HostHoldings(conn.pid, [], error=str(e), egress=self.egress)
+        self.egress = list(result.get("egress", []))
+        return HostHoldings(conn.pid, [i for i in result["held"] if i["id"] not in self.baseline], egress=self.egress)
 
     def _live(self) -> Connection:
         if self.conn is None:

@@ -76,6 +76,9 @@ def check_result(method: str, result: Any, where: str) -> dict[str, Any]:
                 raise _field(where, f"held[{i}]", "an object with string id and what", item)
             if item.get("kind") not in HELD_KINDS:
                 raise _field(where, f"held[{i}].kind", f"one of {', '.join(HELD_KINDS)}", item.get("kind"))
+        egress = result.get("egress", [])
+        if not isinstance(egress, list) or not all(isinstance(e, str) for e in egress):
+            raise _field(where, "egress", "a list of strings", egress)
     return result
 
 

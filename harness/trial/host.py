@@ -5,7 +5,8 @@ Python: while it is connected it is not counted as a child left behind (its own 
 two ways: what only it can see, its answer to the protocol's `audit` (pending timers, immediates, runtime requests,
 worker threads: counted by the one rule of idle and scheduled work, harness/trial/activity.py `HELD`), and what the
 kernel shows from outside, its network sockets (/proc/<pid>/fd against the socket tables). Its children are found
-by walking the subject's tree, as for any adapter.
+by walking the subject's tree, as for any adapter. Its egress attempts (what it resolved or connected to beyond
+loopback, from its audit) join the subject's, also after close.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def merged(left: dict[str, Any], holdings: HostHoldings | None) -> dict[str, Any
     """The audit's `left_since` with what the adapter process holds added; unchanged without one."""
     if holdings is None:
         return left
+    if not holdings.connected:  # closed: it is no longer the app; what it tried to reach still counts
+        return {**left, "egress": [*left["egress"], *holdings.egress]}
     held = holdings.held
     workers = [{"ident": f"{holdings.pid}:{i['id']}", "name": i["what"], "daemon": False,
                 "activity": str(HELD[i["kind"]])} for i in held if i["kind"] in HELD_THREADS]
@@ -58,6 +61,7 @@ def merged(left: dict[str, Any], holdings: HostHoldings | None) -> dict[str, Any
             "threads": [*left["threads"], *workers],
             "threads_busy": [*left["threads_busy"], *workers],
             "sockets": [*left["sockets"], *network_sockets(holdings.pid)],
+            "egress": [*left["egress"], *holdings.egress],
             "adapter_process": {"pid": holdings.pid, "held": held, "error": holdings.error}}
 
 

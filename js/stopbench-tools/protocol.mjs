@@ -20,7 +20,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { held } from "./audit.mjs";
+import { egress, held } from "./audit.mjs";
 
 export const PROTOCOL_VERSION = 1;
 export const NO_RESUME = -32001;
@@ -72,7 +72,7 @@ export function serve(adapter) {
     resume: (params) => adapter.resume(params.next_input).then(() => ({})),
     close: () => adapter.close().then(() => ({})),
     versions: async () => ({ packages: adapter.versions() }),
-    audit: async () => ({ held: held() }),
+    audit: async () => ({ held: held(), egress: egress() }),
   };
   for (const [mode, spec] of Object.entries(adapter.capabilities.stop_modes)) {
     if (!spec.signal) continue;

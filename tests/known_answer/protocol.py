@@ -50,6 +50,13 @@ class LeavesChild(_Process):
     command = _command("leaves-child", name)
 
 
+class PhonesHome(_Process):
+    """Tries to reach telemetry.example.com as it starts."""
+
+    name = "known-protocol-phones-home"
+    command = _command("phones-home", name)
+
+
 class CrashesAtStart(_Process):
     """Writes a line to stderr and exits with 3 when asked to start."""
 

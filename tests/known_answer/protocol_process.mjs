@@ -3,8 +3,9 @@
 // stopbench-tools' audit and tools by path, so the core tests need no npm install.
 //   node protocol_process.mjs BEHAVIOUR NAME
 import { spawn } from "node:child_process";
+import net from "node:net";
 import { createInterface } from "node:readline";
-import { held } from "../../js/stopbench-tools/audit.mjs";
+import { egress, held } from "../../js/stopbench-tools/audit.mjs";
 import { Toolbox } from "../../js/stopbench-tools/tools.mjs";
 
 const [behaviour, name] = process.argv.slice(2);
@@ -42,6 +43,8 @@ const handlers = {
     if (behaviour === "junk-on-stdout") process.stdout.write("framework says hi\n");
     // a child the app never ends (a tool's helper, an MCP server deaf to everything)
     if (behaviour === "leaves-child") spawn("sleep", ["60"], { stdio: "ignore" });
+    // a framework that phones home as it starts: one name to resolve beyond loopback (no network here)
+    if (behaviour === "phones-home") net.connect(443, "telemetry.example.com").on("error", () => {});
     if (behaviour === "crashes-at-start") {
       process.stderr.write("framework: cannot find its model\n");
       process.exit(3);
@@ -66,7 +69,7 @@ const handlers = {
   },
   close: () => ({}),
   versions: () => ({ packages: { node: process.versions.node } }),
-  audit: () => ({ held: held() }),
+  audit: () => ({ held: held(), egress: egress() }),
 };
 
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
