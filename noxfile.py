@@ -46,9 +46,13 @@ SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOP
 
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
-    """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions."""
+    """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
+    process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed)."""
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install("-e", spec, *FRAMEWORKS[name].install_args())
+    protocol = FRAMEWORKS[name].protocol
+    if protocol is not None and protocol.npm:
+        session.run("npm", "ci", "--prefix", str(protocol.folder), external=True)
 
 
 @nox.session

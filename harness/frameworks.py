@@ -35,6 +35,9 @@ framework.toml:
     [history]                                     # the version history (`nox -s history`, issue #22)
     package = "crewai"                            # the dependency whose releases it walks
     releases = ["1.10", "1.11", "1.12"]           # minor releases, oldest first: each installed as ==X.Y.*
+    [protocol]                                    # an adapter in another language: no adapter.py, a process
+    command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
+                                                  #   a package-lock.json beside it: nox runs `npm ci` there
 """
 
 from __future__ import annotations
@@ -134,6 +137,23 @@ def release_key(version: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class Protocol:
+    """An adapter that is a process speaking the adapter protocol (docs/adapter-protocol.md), started as
+    `command` in the framework folder; the harness's side of it is harness/contract/protocol.py."""
+
+    command: tuple[str, ...]
+    folder: Path
+
+    @property
+    def npm(self) -> bool:
+        """Its JavaScript packages are pinned by a lockfile, installed with `npm ci` in the folder."""
+        return (self.folder / NPM_LOCKFILE).exists()
+
+
+NPM_LOCKFILE = "package-lock.json"
+
+
+@dataclass(frozen=True)
 class Framework:
     name: str  # the adapter name: the folder with - for _
     folder: Path
@@ -142,6 +162,7 @@ class Framework:
     docs: str = ""  # the framework's own documentation of its stop / cancel (the report links it)
     history: History | None = None
     adapter: Declaration | None = None  # what its adapter (`ADAPTER` of adapter.py) declares
+    protocol: Protocol | None = None  # an adapter process in another language, in place of adapter.py
 
     @property
     def declarations(self) -> list[Declaration]:
@@ -197,7 +218,7 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    known = ("dependencies", "variants", "docs", "history", *DECLARED)
+    known = ("dependencies", "variants", "docs", "history", "protocol", *DECLARED)
     unknown = set(data) - set(known)
     if unknown:
         raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(known)})")
@@ -221,7 +242,22 @@ def load(folder: Path) -> Framework:
     names = [d.name for d in (adapter, *(v.declaration for v in variants)) if d]
     if len(set(names)) < len(names):
         raise FrameworkError(f"{path}: variants: names must differ from each other and from {name!r}: {names}")
-    return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter)
+    return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter,
+                     _protocol(data.get("protocol"), folder, path))
+
+
+def _protocol(data: object, folder: Path, path: Path) -> Protocol | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != {"command"}:
+        raise FrameworkError(f"{path}: protocol: expected a table with command (and nothing else), got {data!r}")
+    command = _strings(data["command"], f"{path}: protocol.command")
+    if not command or not all(c.strip() for c in command):
+        raise FrameworkError(f"{path}: protocol.command: expected the program and its arguments, got {list(command)}")
+    if (folder / "adapter.py").exists():
+        raise FrameworkError(f"{path}: protocol: the folder has an adapter.py too; a framework's adapter is one "
+                             "or the other")
+    return Protocol(command, folder)
 
 
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -324,14 +360,20 @@ def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
 
 
 def discover(root: Path = ROOT) -> list[Framework]:
-    """Every folder under adapters/ with an adapter.py, sorted by name."""
+    """Every folder under adapters/ with an adapter.py, or with a framework.toml that declares a [protocol]
+    adapter, sorted by name."""
     folder = root / "adapters"
-    folders = sorted(p for p in folder.iterdir() if (p / "adapter.py").exists() and not p.name.startswith("_")) \
-        if folder.is_dir() else []
+    folders = sorted(p for p in folder.iterdir() if ((p / "adapter.py").exists() or (p / MANIFEST).exists())
+                     and not p.name.startswith("_")) if folder.is_dir() else []
     missing = [f for f in folders if not (f / MANIFEST).exists()]
     if missing:
         raise FrameworkError(f"{missing[0] / MANIFEST}: missing (every adapters/<name>/ declares its dependencies)")
-    return [load(f) for f in folders]
+    found = [load(f) for f in folders]
+    empty = [f for f in found if f.protocol is None and not (f.folder / "adapter.py").exists()]
+    if empty:
+        raise FrameworkError(f"{empty[0].folder / MANIFEST}: neither an adapter.py beside it nor a [protocol] "
+                             "command: the folder has no adapter")
+    return found
 
 
 def history_runs(root: Path = ROOT, new: str = "") -> list[tuple[str, str]]:

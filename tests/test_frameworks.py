@@ -23,7 +23,8 @@ def tree(tmp_path: Path) -> Path:
     (tmp_path / "harness").mkdir()
     for rel in ("noxfile.py", "harness/__init__.py", "harness/frameworks.py"):
         shutil.copy(ROOT / rel, tmp_path / rel)
-    shutil.copytree(ROOT / "adapters", tmp_path / "adapters", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "adapters", tmp_path / "adapters",
+                    ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
     throwaway = tmp_path / "adapters" / "zz_throwaway"
     throwaway.mkdir()
     (throwaway / "adapter.py").write_text("ADAPTER = None\n")
@@ -87,3 +88,39 @@ def test_requirements_and_sharded_matrix_from_the_command_line(tree: Path):
     bad = subprocess.run([sys.executable, "-m", "harness.frameworks", "requirements", "nope"], cwd=tree,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown framework 'nope'" in bad.stderr
+
+
+def test_a_protocol_folder_is_a_session_a_suite_and_a_job_with_its_command(tree: Path):
+    """An adapter process in another language (docs/adapter-protocol.md): no adapter.py, a [protocol] command."""
+    folder = tree / "adapters" / "zz_js"
+    folder.mkdir()
+    (folder / "framework.toml").write_text('tool_styles = ["async"]\n[stop_modes]\ncancel = "abort()"\n'
+                                           '[protocol]\ncommand = ["node", "adapter.mjs"]\n')
+    listing = _python(tree, "-m", "nox", "-l", "-f", str(tree / "noxfile.py"))
+    assert "tests(suite='zz-js')" in listing and "bench(adapter='zz-js')" in listing
+    assert "zz-js" in json.loads(_python(tree, "-m", "harness.frameworks", "matrix"))["adapter"]
+    fw = {f.name: f for f in frameworks.discover(tree)}["zz-js"]
+    assert fw.protocol is not None and fw.protocol.command == ("node", "adapter.mjs")
+    assert not fw.protocol.npm  # no package-lock.json: nothing for npm ci to install
+    (folder / "package-lock.json").write_text("{}")
+    assert fw.protocol.npm
+    assert fw.install_args() == []
+
+
+def test_a_malformed_protocol_names_file_and_field(tree: Path):
+    folder = tree / "adapters" / "zz_js"
+    folder.mkdir()
+    manifest = folder / "framework.toml"
+    manifest.write_text('[protocol]\ncommand = "node adapter.mjs"\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"zz_js/framework.toml: protocol.command: expected a list"):
+        frameworks.discover(tree)
+    manifest.write_text('[protocol]\ncommand = ["node"]\nnpm = true\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: protocol: expected a table with command"):
+        frameworks.discover(tree)
+    manifest.write_text('dependencies = []\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"zz_js/framework.toml: neither an adapter.py beside it nor"):
+        frameworks.discover(tree)
+    manifest.write_text('[protocol]\ncommand = ["node", "adapter.mjs"]\n')
+    (folder / "adapter.py").write_text("ADAPTER = None\n")
+    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: protocol: the folder has an adapter.py"):
+        frameworks.discover(tree)

@@ -105,6 +105,21 @@ class TrialContext:
         return SYSTEM_PROMPT
 
 
+@dataclass(frozen=True)
+class HostHoldings:
+    """What an adapter process of another language says it holds (docs/adapter-protocol.md, `audit`): its pid and
+    the items it holds that it did not hold before the run. The audit counts them by the one rule of idle and
+    scheduled work (harness/trial/activity.py); `error` says why it could not be asked."""
+
+    pid: int
+    held: list[dict[str, str]]
+    error: str | None = None
+    #: its attempts to reach anything but loopback since it started ("resolve HOST", "connect ADDRESS:PORT")
+    egress: list[str] = field(default_factory=list)
+    #: False once the process was closed: only its egress is still told
+    connected: bool = True
+
+
 def stop_method_name(mode: str) -> str:
     """`stop_<mode>`, with anything not allowed in a Python name as `_` (`cancel+state` -> `stop_cancel_state`)."""
     return "stop_" + re.sub(r"\W", "_", mode)
@@ -167,6 +182,11 @@ class Adapter(abc.ABC):
 
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
+
+    async def held(self) -> HostHoldings | None:
+        """What an adapter process in another language holds, for the audit; None for an adapter in the subject
+        itself (the audit sees its threads and tasks directly)."""
+        return None
 
     @abc.abstractmethod
     async def close(self) -> None: ...

@@ -1,4 +1,5 @@
-"""Finding adapters: built-in folders (adapters/<name>/adapter.py), the `stopbench.adapters` entry-point
+"""Finding adapters: built-in folders (adapters/<name>/adapter.py, or a framework.toml that declares an adapter
+process speaking the adapter protocol: harness/contract/protocol.py), the `stopbench.adapters` entry-point
 group (a third party adds one without forking), or an import path `package.module:Class`.
 
 An adapter module in a framework folder is imported with the folder's declared environment already set
@@ -6,17 +7,20 @@ An adapter module in a framework folder is imported with the folder's declared e
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import os
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from harness import ADAPTERS
 from harness.contract.adapter import Adapter, stop_method_name
-from harness.frameworks import MANIFEST, FrameworkError, load
+from harness.contract.protocol import ProtocolAdapter, ProtocolError, protocol_adapter
+from harness.frameworks import MANIFEST, NPM_LOCKFILE, FrameworkError, load
 
 ADAPTERS_DIR = Path(__file__).resolve().parent.parent.parent / "adapters"
 ENTRY_POINT_GROUP = "stopbench.adapters"
@@ -31,10 +35,32 @@ def _folder(name: str) -> str:
 
 
 def builtin_adapter_names() -> list[str]:
+    """Folders with an adapter.py, and folders whose framework.toml declares a [protocol] adapter process."""
     if not ADAPTERS_DIR.is_dir():
         return []
     return sorted(p.name.replace("_", "-") for p in ADAPTERS_DIR.iterdir()
-                  if (p / "adapter.py").exists() and not p.name.startswith("_"))
+                  if ((p / "adapter.py").exists() or _declares_protocol(p)) and not p.name.startswith("_"))
+
+
+def _declares_protocol(folder: Path) -> bool:
+    try:
+        return "protocol" in tomllib.loads((folder / MANIFEST).read_text())
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
+@functools.cache
+def _protocol_adapter(name: str) -> type[Adapter]:
+    """The class of a folder's adapter process."""
+    folder = ADAPTERS_DIR / _folder(name)
+    try:
+        framework = load(folder)
+    except FrameworkError as e:
+        raise AdapterError(str(e)) from e
+    if framework.protocol is not None and framework.protocol.npm and not (folder / "node_modules").is_dir():
+        raise AdapterError(f"adapter {name!r} is not installed here: {folder} has a {NPM_LOCKFILE} but no "
+                           f"node_modules; run `npm ci` there, or its nox session: nox -s \"tests(suite='{name}')\"")
+    return protocol_adapter(framework)
 
 
 def entry_point_names() -> list[str]:
@@ -66,6 +92,8 @@ def load_adapter(name: str) -> type[Adapter]:
     if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name not in builtin_adapter_names():
         known = ", ".join(available_adapters()) or "none"
         raise AdapterError(f"unknown adapter {name!r} (known: {known}; or give package.module:Class)")
+    if _declares_protocol(ADAPTERS_DIR / _folder(name)):
+        return _checked(_protocol_adapter(name), name)
     module_name = f"{ADAPTERS}.{_folder(name)}.adapter"
     try:
         module = _import(module_name, "ADAPTER")
@@ -99,6 +127,11 @@ def _import(module_name: str, attr: str) -> Any:
 def _checked(cls: Any, origin: str) -> type[Adapter]:
     if not (isinstance(cls, type) and issubclass(cls, Adapter)):
         raise AdapterError(f"adapter {origin!r}: {cls!r} is not a harness.contract.adapter.Adapter subclass")
+    if issubclass(cls, ProtocolAdapter):  # its process, asked once: refused here, before any trial, if it is wrong
+        try:
+            cls.probe()
+        except ProtocolError as e:
+            raise AdapterError(str(e)) from e
     if not getattr(cls, "stop_modes", None):
         raise AdapterError(f"adapter {origin!r}: declares no stop_modes")
     if cls.stop is Adapter.stop:

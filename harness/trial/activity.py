@@ -13,7 +13,9 @@ Each kind is decided from what the process itself can see, never from what a fra
 - an **asyncio task** of the subject's loop by the loop's own queues: a handle ready to run that steps the
   task, or a pending timer (`loop._scheduled`) whose callback wakes it (asyncio.sleep, wait_for, timeout,
   AnyIO's cancel scopes); a timer that wakes no task the harness owns counts for the run;
-- a **child process** by the kernel: one of its threads on a CPU.
+- a **child process** by the kernel: one of its threads on a CPU;
+- what an **adapter process in another language** holds (its answer to the protocol's `audit`: pending timers,
+  immediates, runtime requests, sockets, children, worker threads) by its kind (`HELD`).
 
 Idle (does not hold a trial open): an executor's worker parked in its queue and an event loop parked in its
 selector with nothing scheduled (both are `FURNITURE`, counted as `idle_pool_threads`), and anything blocked
@@ -221,6 +223,26 @@ def child_activity(pid: int) -> Activity:
         return Activity.PARKED
     running = any(_kernel_view(pid, tid) == Activity.RUNNING for tid in tids)
     return Activity.RUNNING if running else Activity.PARKED
+
+
+# --- what an adapter process in another language holds ---------------------------------------------------
+
+#: what an adapter process says it holds (docs/adapter-protocol.md, `audit`), by kind: the same rule as above. A
+#: pending timer (also one that keeps no process alive) will act, as a task's timer does; an immediate is a step
+#: ready to run; a request of the runtime (a file read, a DNS lookup) is on a worker at work. A socket, a child
+#: process or a worker thread is not work by itself: what a child or a thread does on a CPU is seen by the kernel
+#: (the adapter process is a child of the subject: `child_activity`), what a socket carries by the world.
+HELD = {"timer": Activity.TIMER, "immediate": Activity.READY, "request": Activity.RUNNING,
+        "socket": Activity.PARKED, "child": Activity.PARKED, "worker": Activity.PARKED, "other": Activity.PARKED}
+#: held kinds counted as the run's tasks (`tasks_left`) and threads (`threads_left`)
+HELD_TASKS = frozenset({"timer", "immediate", "request"})
+HELD_THREADS = frozenset({"worker"})
+
+
+def held_work(held: list[dict[str, str]]) -> list[Work]:
+    """The scheduled work among what an adapter process holds."""
+    return [Work("task", f"{item['kind']} {item['what']!r} of the adapter process", a) for item in held
+            if (a := HELD.get(item["kind"], Activity.PARKED)) in SCHEDULED]
 
 
 def scheduled_work(baseline_threads: set[int], own_tasks: set[asyncio.Task], children: list[int]) -> list[Work]:

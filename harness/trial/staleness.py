@@ -20,25 +20,32 @@ from typing import Any
 from harness.contract.adapter import Adapter
 
 MANIFEST = "framework.toml"
-#: the files of an adapter folder that the digest covers
-DIGESTED = ("*.py", MANIFEST, "constraints.txt")
+#: the files of an adapter folder that the digest covers (an adapter process's code and its lockfile too)
+DIGESTED = ("*.py", MANIFEST, "constraints.txt", "*.mjs", "*.cjs", "*.js", "package.json", "package-lock.json")
+#: installed packages and caches inside a folder are not the adapter's code
+NOT_DIGESTED = frozenset({"__pycache__", "node_modules"})
+
+
+def _folder(adapter_cls: type[Adapter]) -> Path:
+    """An adapter process's framework folder (harness/contract/protocol.py), else the defining module's folder."""
+    folder = getattr(adapter_cls, "folder", None)
+    return Path(folder).resolve() if folder is not None else Path(inspect.getfile(adapter_cls)).resolve().parent
 
 
 def adapter_files(adapter_cls: type[Adapter]) -> list[Path]:
     """The files that make the adapter: its framework folder's (the folder of the module that defines the class,
-    when it declares itself with framework.toml), else that module alone."""
-    module = Path(inspect.getfile(adapter_cls)).resolve()
-    folder = module.parent
+    when it declares itself with framework.toml, or an adapter process's folder), else that module alone."""
+    folder = _folder(adapter_cls)
     if not (folder / MANIFEST).exists():
-        return [module]
-    found = {p for pattern in DIGESTED for p in folder.rglob(pattern) if "__pycache__" not in p.parts}
+        return [Path(inspect.getfile(adapter_cls)).resolve()]
+    found = {p for pattern in DIGESTED for p in folder.rglob(pattern) if not NOT_DIGESTED & set(p.parts)}
     return sorted(found)
 
 
 def adapter_digest(adapter_cls: type[Adapter]) -> str:
     """sha256 over the adapter's files (each one's path in its folder and its bytes), 16 hex digits."""
     files = adapter_files(adapter_cls)
-    root = files[0].parent if len(files) == 1 else Path(inspect.getfile(adapter_cls)).resolve().parent
+    root = files[0].parent if len(files) == 1 else _folder(adapter_cls)
     h = hashlib.sha256()
     for path in files:
         h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")

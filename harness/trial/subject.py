@@ -22,7 +22,7 @@ from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
-from harness.trial import activity, audit
+from harness.trial import activity, audit, host
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
@@ -52,6 +52,7 @@ class Subject:
         self.http: LoopbackClient
         self.marks: MarkBuffer
         self.saga: Saga | None = None
+        self.adapter: Adapter | None = None  # once made: the audits ask it what its own process holds, if any
 
     # --- plumbing --------------------------------------------------------------------------------
 
@@ -72,7 +73,10 @@ class Subject:
             self.baseline = snap
             await self.mark(Mark.AUDIT, phase=phase, threads=len(snap["threads"]), tasks=snap["tasks"])
             return
-        await self.mark(Mark.AUDIT, phase=phase, **audit.left_since(self.baseline, snap))
+        left = audit.left_since(self.baseline, snap)
+        if self.adapter is not None:  # an adapter process in another language: what it holds (harness/trial/host.py)
+            left = host.merged(left, await self.adapter.held())
+        await self.mark(Mark.AUDIT, phase=phase, **left)
 
     async def _mark_after_yield(self, name: str, t: int, data: dict[str, Any]) -> None:
         """Post a mark after the loop has run what the stop set going (cancellations land first)."""
@@ -121,7 +125,7 @@ class Subject:
             await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
         self.ctx = self._context()
-        adapter = self.adapter_cls(self.ctx)
+        adapter = self.adapter = self.adapter_cls(self.ctx)
         run_started = time.monotonic_ns()
         await self.mark(Mark.RUN_STARTED, t=run_started)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
@@ -258,6 +262,8 @@ class Subject:
             # the deadline may cut the last window short: nothing since the last quiet answer is still quiet
             world_quiet = r["quiet"] or (r.get("open_requests") == 0 and r["last_activity_ns"] == quiet_since)
             work = activity.scheduled_work(baseline, self.own_tasks, audit.descendant_pids())
+            if self.adapter is not None:
+                work += host.work(await self.adapter.held())
             if world_quiet:  # only then is the work what keeps the run from being over
                 seen.update({(w.kind, w.what): w for w in work})
             if not world_quiet or not work or time.monotonic_ns() >= deadline_at:
