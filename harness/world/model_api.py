@@ -3,12 +3,17 @@
 The scenario decides the answer; the request only decides which turn (by counting the tool results
 it already carries). One token = one delta; each is stamped in the ledger as it is generated. A
 stream stops generating when the client goes away; a non-streaming answer is generated in full.
+
+Agents that keep tool calls as text (smolagents' ToolCallingAgent) are scripted too: a Chat Completions
+request with no tool message is counted by the run's call ids it echoes in its text, and a text turn asked
+with `tool_choice: "required"` comes as a call of the agent's one answer tool, token for token the text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,6 +21,7 @@ from typing import Any
 
 from harness.clock import sleep_until_ns
 from harness.scenario import Fault, Scenario, Turn
+from harness.tools.catalogue import TOOL_NAMES
 from harness.vocabulary import Event
 from harness.world import faults
 from harness.world.asgi import Connection
@@ -30,7 +36,7 @@ ARG_CHUNK = 12  # characters of tool-call arguments per streamed delta
 class Piece:
     """One generated token: a text fragment, a tool call's header, or a chunk of its arguments."""
 
-    kind: str  # text | call | args
+    kind: str  # text | call | args (a call's header may carry the first chunk of its arguments)
     text: str = ""
     call: int = 0
 
@@ -54,12 +60,28 @@ def plan_answer(scenario: Scenario, turn_index: int, run_id: str, seed: int) -> 
         pieces.append(Piece("text", w if i == 0 else " " + w))
     calls = []
     for j, call in enumerate(turn.tool_calls):
-        call_id = f"call_{run_id}_{turn_index}_{j}"
+        call_id = scripted_call_id(run_id, turn_index, j)
         args = json.dumps(call.arguments)
         calls.append((call_id, call.name, args))
         pieces.append(Piece("call", call=j))
         pieces.extend(Piece("args", args[k:k + ARG_CHUNK], j) for k in range(0, len(args), ARG_CHUNK))
     return Answer(turn_index, "".join(p.text for p in pieces if p.kind == "text"), tuple(calls), tuple(pieces))
+
+
+def scripted_call_id(run_id: str, turn: int, n: int) -> str:
+    """The id of the n-th call of a scripted turn: it names the run, so only a client it was sent to can echo it."""
+    return f"call_{run_id}_{turn}_{n}"
+
+
+def as_answer_call(answer: Answer, tool: str, parameter: str, run_id: str) -> Answer:
+    """A text answer as one call of the agent's answer tool, `{parameter: <the text>}`: the same tokens, one delta
+    per word as the text streams (the first delta opens the call), so it is generated and billed alike."""
+    fragments = [json.dumps(p.text)[1:-1] for p in answer.pieces]  # each word, escaped as inside a JSON string
+    fragments[0] = json.dumps({parameter: ""})[:-2] + fragments[0]
+    fragments[-1] += '"}'
+    pieces = (Piece("call", fragments[0]), *(Piece("args", f) for f in fragments[1:]))
+    call = (f"call_{run_id}_{answer.turn}_answer", tool, "".join(fragments))
+    return Answer(answer.turn, "", (call,), pieces)
 
 
 def tokens_per_turn(scenario: Scenario) -> list[int]:
@@ -69,7 +91,9 @@ def tokens_per_turn(scenario: Scenario) -> list[int]:
 
 def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
     if api == "chat":
-        return sum(1 for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "tool")
+        messages = body.get("messages", [])
+        n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
+        return n or count_echoed_calls(messages, run)
     items = body.get("input", [])
     n = 0
     if isinstance(items, list):
@@ -78,6 +102,41 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
     if isinstance(prev, str):
         n += run.responses.get(prev, 0)
     return n
+
+
+def count_echoed_calls(messages: Any, run: Run) -> int:
+    """The run's scripted calls whose ids the messages' text echoes: how an agent that keeps tool calls and results
+    as text ("Calling tools: [{'id': ...}]", then "Observation: ...") carries its results."""
+    scripted = {scripted_call_id(run.run_id, t, j) for t, turn in enumerate(run.scenario.turns)
+                for j in range(len(turn.tool_calls))}
+    echoed = re.compile(re.escape(f"call_{run.run_id}_") + r"\d+_\d+")
+    found: set[str] = set()
+    for m in messages if isinstance(messages, list) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        parts = content if isinstance(content, list) else [content]
+        for part in parts:
+            text = part.get("text") if isinstance(part, dict) else part
+            if isinstance(text, str):
+                found.update(echoed.findall(text))
+    return len(found & scripted)
+
+
+def answer_tool(body: dict[str, Any], scenario: Scenario) -> tuple[str, str] | None:
+    """(name, parameter) of the tool a Chat Completions request must be answered with when its turn is text: under
+    `tool_choice: "required"`, the one offered tool that is not a scenario tool, if it takes one parameter (an
+    agent's `final_answer`). None when there is no such tool, or more than one: the text is sent, as before."""
+    if body.get("tool_choice") != "required" or not isinstance(body.get("tools"), list):
+        return None
+    offered = [t["function"] for t in body["tools"] if isinstance(t, dict) and isinstance(t.get("function"), dict)]
+    others = [f for f in offered if not (isinstance(f.get("name"), str)
+                                         and (f["name"] in TOOL_NAMES or f["name"] in scenario.tools))]
+    if len(others) != 1 or not isinstance(others[0].get("name"), str):
+        return None
+    parameters = others[0].get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(properties, dict) or len(properties) != 1:
+        return None
+    return others[0]["name"], next(iter(properties))
 
 
 #: a token sent at most this share of an interval after its slot keeps the stream's schedule (timer jitter
@@ -161,11 +220,17 @@ async def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> R
     results = count_tool_results(api, body, run)
     turn = run.scenario.turn_for(results)
     stream = bool(body.get("stream"))
+    answer = plan_answer(run.scenario, turn, run.run_id, run.seed)
+    tool = answer_tool(body, run.scenario) if api == "chat" and not answer.calls and answer.pieces else None
+    extra: dict[str, Any] = {}
+    if tool is not None:
+        answer = as_answer_call(answer, *tool, run.run_id)
+        extra["answer_tool"] = tool[0]
     run.record(Event.LLM_REQUEST, req=req, api=api, stream=stream, turn=turn, tool_results=results,
-               prompt_tokens=prompt_tokens(raw))
+               prompt_tokens=prompt_tokens(raw), **extra)
     if run.count(Event.LLM_REQUEST) or run.model_frozen:
         await run.hold_for_stop(f"req {req}")
-    return Request(req, plan_answer(run.scenario, turn, run.run_id, run.seed), stream, faults.next_fault(run, turn))
+    return Request(req, answer, stream, faults.next_fault(run, turn))
 
 
 # ----- Chat Completions -----------------------------------------------------------------------------
@@ -214,7 +279,7 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
             elif piece.kind == "call":
                 call_id, name, _ = answer.calls[piece.call]
                 delta = {"tool_calls": [{"index": piece.call, "id": call_id, "type": "function",
-                                         "function": {"name": name, "arguments": ""}}]}
+                                         "function": {"name": name, "arguments": piece.text}}]}
             else:
                 delta = {"tool_calls": [{"index": piece.call, "function": {"arguments": piece.text}}]}
             await conn.send_body(chunk(delta))
