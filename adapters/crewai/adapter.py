@@ -10,14 +10,20 @@ import glob
 import os
 from typing import Any
 
-from crewai import LLM, Agent, CheckpointConfig, Crew, Task
-from crewai.hooks import HookAborted, register_before_llm_call_hook, unregister_before_llm_call_hook
+from crewai import LLM, Agent, Crew, Task
+from crewai.hooks import register_before_llm_call_hook, unregister_before_llm_call_hook
 from crewai.tools import BaseTool
 from crewai.types.streaming import CrewStreamingOutput
 from pydantic import BaseModel, Field, create_model
 
+from harness.contract.adapter import NoResume, package_versions
 from harness.contract.kit import Flag, KitAdapter, in_own_thread
 from harness.tools.catalogue import TOOL_SPECS
+
+try:  # checkpoints came in crewai 1.14: an older release has no resume from them (framework.toml, README)
+    from crewai import CheckpointConfig
+except ImportError:
+    CheckpointConfig = None
 
 # task_started is the one mid-task point a crew checkpoints: the docs' fine-grained llm_call_completed and
 # tool_usage_finished come from the LLM and the executor, where the listener finds no CheckpointConfig
@@ -69,7 +75,9 @@ def raise_if_cancelled(step: Any) -> None:  # Crew(step_callback=...): the artic
 
 
 def abort_llm_call_if_cancelled(context: Any) -> None:  # a before_llm_call hook
-    if CANCEL.is_set():  # HookAborted: CrewAI's documented way for a hook to stop the operation
+    if CANCEL.is_set():  # HookAborted: CrewAI's documented way for a hook to stop the operation (since 1.15.3)
+        from crewai.hooks import HookAborted
+
         raise HookAborted("the user pressed stop")
 
 
@@ -80,8 +88,10 @@ class CrewAIAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:  # crewai and crewai.hooks come with this module's own imports
         import crewai.llms.providers.openai.completion  # noqa: F401
-        import crewai.state.checkpoint_listener  # noqa: F401
         import crewai_tools.adapters.mcp_adapter  # noqa: F401
+
+        if CheckpointConfig is not None:
+            import crewai.state.checkpoint_listener  # noqa: F401
 
     async def start(self) -> None:
         ctx = self.ctx
@@ -108,8 +118,9 @@ class CrewAIAdapter(KitAdapter):
         agent = Agent(role="Assistant", goal=ctx.system_prompt, backstory="You work for the user.",
                       llm=llm, tools=tools, allow_delegation=False)
         task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.", agent=agent)
-        self.crew = Crew(agents=[agent], tasks=[task],
-                         checkpoint=CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS),
+        checkpoint = ({} if CheckpointConfig is None else
+                      {"checkpoint": CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS)})
+        self.crew = Crew(agents=[agent], tasks=[task], **checkpoint,
                          stream=self.mode == "stream_close",
                          step_callback=raise_if_cancelled if self.mode == "callback_flag" else None)
         self.job = self._begin(self.crew)
@@ -148,6 +159,9 @@ class CrewAIAdapter(KitAdapter):
     async def resume(self) -> None:
         self.stop_pressed.clear()
         crew = self.crew  # rerun: the same Crew object run again
+        if not self.rerun and CheckpointConfig is None:
+            raise NoResume(f"crewai {package_versions(('crewai',))['crewai']} has no checkpoints to resume from "
+                           "(CheckpointConfig came in 1.14)")
         if not self.rerun:  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
             files = glob.glob(os.path.join(glob.escape(str(self.checkpoints)), "**", "*.json"), recursive=True)
             if not files:
