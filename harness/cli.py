@@ -97,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.compare import CompareError, compare
 
     try:
-        text = compare(Path(args.old), Path(args.new), args.anchors)
+        text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
     except CompareError as e:
         raise UsageError(str(e)) from e
     if args.to:
@@ -301,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("old", help="a result folder (with raw/), e.g. results of framework 1.1")
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
+    cp.add_argument("--adapter", help="compare this adapter's rows only (a patched framework against its release's "
+                    "published rows); the sources that differ are named")
     cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
                     help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
                          "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
