@@ -1,6 +1,6 @@
 """stopbench: what an agent framework really does when its user presses stop.
 
-Commands: run | report | compare | agree | merge | list | reap | world | new-adapter | test-adapter
+Commands: run | report | compare | repro | findings | agree | merge | list | reap | world | new-adapter | test-adapter
 """
 
 from __future__ import annotations
@@ -105,6 +105,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(args.to)
     else:
         print(text)
+    return 0
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from stopbench.repro import ReproError, reproducer
+
+    try:
+        text = reproducer(Path(args.dir), args.trial, args.kind)
+    except ReproError as e:
+        raise UsageError(str(e)) from e
+    Path(args.out).write_text(text)
+    print(args.out)
     return 0
 
 
@@ -307,6 +319,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
                          "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
     cp.set_defaults(func=cmd_compare)
+
+    rpr = sub.add_parser("repro", help="write one self-contained Python file that runs a published trial again "
+                         "and raises what the world saw (StopLied, StopHung, ResumeRepeated, ...)")
+    rpr.add_argument("dir", help="a result folder (with raw/ and evidence/)")
+    rpr.add_argument("trial", help="the row's trial_id (or a unique prefix of it) or run_id")
+    rpr.add_argument("-o", "--out", required=True, help="the Python file to write")
+    rpr.add_argument("--kind", choices=["hang", "fail", "leak", "leaves processes", "repeats on resume"],
+                     help="the finding to assert (default: the first the trial shows, in that order)")
+    rpr.set_defaults(func=cmd_repro)
 
     ag = sub.add_parser("agree", help="do a run's repetitions agree? trial cells whose repetitions disagree, per "
                         "adapter and field (the reproducibility figures)")
