@@ -120,6 +120,36 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_findings(args: argparse.Namespace) -> int:
+    from harness.results.findings import UpstreamError, findings, findings_text
+    from harness.results.report import load
+
+    folder = Path(args.dir)
+    if not (folder / "raw").is_dir():
+        raise UsageError(f"{folder}: no raw/ folder of result rows")
+    df, _ = load(folder)
+    try:
+        found = findings(df)
+    except UpstreamError as e:
+        raise UsageError(str(e)) from e
+    written: dict[tuple[str, str, str], str] = {}
+    if args.reproducers:
+        from stopbench.repro import ReproError, reproducer
+
+        out = Path(args.reproducers)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            path = out / f.reproducer_file
+            try:
+                path.write_text(reproducer(folder, f.trial_id, f.kind))
+            except ReproError as e:
+                print(f"stopbench findings: no reproducer for {f.adapter} {f.mode} {f.kind}: {e}", file=sys.stderr)
+                continue
+            written[(f.adapter, f.mode, f.kind)] = str(path)
+    print(findings_text(found, written))
+    return 0
+
+
 def cmd_agree(args: argparse.Namespace) -> int:
     from harness.results.agreement import report
 
@@ -328,6 +358,13 @@ def build_parser() -> argparse.ArgumentParser:
     rpr.add_argument("--kind", choices=["hang", "fail", "leak", "leaves processes", "repeats on resume"],
                      help="the finding to assert (default: the first the trial shows, in that order)")
     rpr.set_defaults(func=cmd_repro)
+
+    fd = sub.add_parser("findings", help="every stop button that leaks, hangs, fails, repeats on resume or leaves "
+                        "processes, with a representative trial and the upstream issue it matches")
+    fd.add_argument("dir", nargs="?", default="results", help="a result folder (with raw/ and evidence/)")
+    fd.add_argument("--reproducers", metavar="FOLDER", help="write each finding's reproducer (`stopbench repro`) "
+                    "into FOLDER")
+    fd.set_defaults(func=cmd_findings)
 
     ag = sub.add_parser("agree", help="do a run's repetitions agree? trial cells whose repetitions disagree, per "
                         "adapter and field (the reproducibility figures)")

@@ -12,6 +12,7 @@ what the world saw; the file's docstring quotes the message the published trial 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -24,7 +25,7 @@ from typing import Any
 
 from harness import ADAPTERS
 from harness.frameworks import MANIFEST, load
-from harness.results.evidence import find_trial
+from harness.results.evidence import evidence_file, find_trial, read_evidence
 from harness.results.metrics import TrialView
 from harness.results.rows import raw_files, read_rows
 from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenario_file, parse_offset
@@ -59,20 +60,29 @@ def find(results: Path, trial: str) -> Published:
     """The row whose trial_id (or a unique prefix of one) or run_id is `trial`, with its evidence."""
     if not (results / "raw").is_dir():
         raise ReproError(f"{results}: no raw/ folder of result rows")
-    rows, _ = read_rows(raw_files(results))
+    rows = _rows(results.resolve(), tuple(p.stat().st_mtime_ns for p in raw_files(results)))
     hits = [r for r in rows if trial in (r["trial_id"], r.get("run_id"))] or \
         [r for r in rows if r["trial_id"].startswith(trial)]
     if len(hits) != 1:
         raise ReproError(f"{trial!r}: {'no' if not hits else len(hits)} trials in {results}/raw with that trial_id "
                          "(or unique prefix) or run_id")
     (row,) = hits
-    record = find_trial(results, row["run_id"])
+    own = evidence_file(results, row["adapter"])  # the adapter's own file first: the others are not read then
+    record = next((r for r in read_evidence(own) if r["run_id"] == row["run_id"]), None) if own.exists() else None
+    record = record or find_trial(results, row["run_id"])
     if record is None:
         raise ReproError(f"{results}/evidence: no evidence kept for trial {row['trial_id']!r} (run {row['run_id']})")
     path = DEFAULT_SCENARIOS_DIR / f"{row['scenario']}.yaml"
     scenario = load_scenario_file(path)
     offset = parse_offset(row["offset"], "offset")
     return Published(row, TrialResult(row, record["events"], TrialView(record["events"], scenario, offset)), results)
+
+
+@functools.lru_cache(maxsize=4)
+def _rows(results: Path, stamp: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The folder's rows, read once while its files stay as they are (`stamp`: their modification times)."""
+    rows, _ = read_rows(raw_files(results))
+    return rows
 
 
 def kinds_of(published: Published) -> list[str]:
