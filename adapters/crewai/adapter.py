@@ -18,7 +18,13 @@ from pydantic import BaseModel, Field, create_model
 
 from harness.contract.adapter import NoResume, package_versions
 from harness.contract.kit import Flag, KitAdapter, in_own_thread
+from harness.frameworks import release_key
 from harness.tools.catalogue import TOOL_SPECS
+
+# crewai routes `openai/<any model>` with a base_url to its native OpenAI client from 1.15.3; before, a model name not
+# in its list of OpenAI models goes to LiteLLM (not installed here) unless the provider is named, as its docs then
+# showed for an OpenAI-compatible endpoint: LLM(model=..., provider="openai", base_url=...)
+NAMED_PROVIDER = release_key(package_versions(("crewai",))["crewai"]) < (1, 15, 3)
 
 try:  # checkpoints came in crewai 1.14: an older release has no resume from them (framework.toml, README)
     from crewai import CheckpointConfig
@@ -114,7 +120,9 @@ class CrewAIAdapter(KitAdapter):
             tools = list(mcp.tools)
         if self.mode == "hook_abort":  # unregistered first in close(), then the MCP server stopped
             self.on_close(lambda: unregister_before_llm_call_hook(abort_llm_call_if_cancelled))
-        llm = self.model_client(LLM, model=f"openai/{ctx.model_name}")
+        model = ({"model": ctx.model_name, "provider": "openai"} if NAMED_PROVIDER
+                 else {"model": f"openai/{ctx.model_name}"})
+        llm = self.model_client(LLM, **model)
         agent = Agent(role="Assistant", goal=ctx.system_prompt, backstory="You work for the user.",
                       llm=llm, tools=tools, allow_delegation=False)
         task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.", agent=agent)
