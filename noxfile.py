@@ -115,7 +115,7 @@ def patch(session: nox.Session, adapter: str) -> None:
         session.error(f"give the framework's source: nox -s \"patch(adapter='{adapter}')\" -- ../checkout "
                       "| git+https://github.com/OWNER/REPO@REF | dist/pkg.whl [stopbench run options]")
     source, *subset = session.posargs
-    install_framework(session, adapter)
+    install_framework(session, adapter, "report")  # compare reads rows with pandas
     # only the framework itself is replaced: every other package stays at the pinned release's versions
     session.install("--no-deps", "--force-reinstall", source)
     out = f"{PATCHES}/{adapter}"
