@@ -34,6 +34,8 @@ MCP_LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
 # the version history (issue #22): a small fixed matrix per release, apart from the headline run
 HISTORY = os.environ.get("STOPBENCH_HISTORY", f"{RESULTS}/history")
 HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode, tool style; REPS repetitions
+# bench a patch (`nox -s "patch(adapter='X')" -- SOURCE`): its rows and COMPARE.md go to <PATCHES>/<adapter>/
+PATCHES = os.environ.get("STOPBENCH_PATCHES", f"{RESULTS}/patches")
 # releases that appeared since framework.toml was written, as "fw=X.Y,..." (the scheduled CI workflow's --latest)
 HISTORY_RUNS = history_runs(ROOT, os.environ.get("STOPBENCH_HISTORY_NEW", ""))
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
@@ -103,6 +105,29 @@ def history(session: nox.Session, adapter: str, release: str) -> None:
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
                 "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs)
     session.run("stopbench", "reap", "--check")
+
+
+@nox.session
+@nox.parametrize("adapter", sorted(FRAMEWORKS))
+def patch(session: nox.Session, adapter: str) -> None:
+    """`-- SOURCE [stopbench run options]`: the framework from SOURCE (a local checkout folder, `git+URL@ref`, a
+    wheel) in place of its pinned release, the history matrix (narrowed by the options given, e.g. `--mode drain`),
+    then `stopbench compare` against the release's published rows (RESULTS) into <PATCHES>/<adapter>/COMPARE.md:
+    which counts and verdicts moved beyond the run-to-run spread, and the trials behind each. Rows record where
+    the framework came from (`sources`), so a patch's rows are never taken for the release's."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error(f"give the framework's source: nox -s \"patch(adapter='{adapter}')\" -- ../checkout "
+                      "| git+https://github.com/OWNER/REPO@REF | dist/pkg.whl [stopbench run options]")
+    source, *subset = session.posargs
+    install_framework(session, adapter, "report")  # compare reads rows with pandas
+    # only the framework itself is replaced: every other package stays at the pinned release's versions
+    session.install("--no-deps", "--force-reinstall", source)
+    out = f"{PATCHES}/{adapter}"
+    session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, *subset, "--reps", REPS, "--jobs", JOBS,
+                "--out", out)
+    session.run("stopbench", "reap", "--check")
+    session.run("stopbench", "compare", RESULTS, out, "--adapter", adapter, "--anchors", "event",
+                "--to", f"{out}/COMPARE.md")
 
 
 @nox.session

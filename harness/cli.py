@@ -1,6 +1,6 @@
 """stopbench: what an agent framework really does when its user presses stop.
 
-Commands: run | report | compare | agree | merge | list | reap | world | new-adapter | test-adapter
+Commands: run | report | compare | repro | findings | agree | merge | list | reap | world | new-adapter | test-adapter
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.compare import CompareError, compare
 
     try:
-        text = compare(Path(args.old), Path(args.new), args.anchors)
+        text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
     except CompareError as e:
         raise UsageError(str(e)) from e
     if args.to:
@@ -105,6 +105,48 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(args.to)
     else:
         print(text)
+    return 0
+
+
+def cmd_repro(args: argparse.Namespace) -> int:
+    from stopbench.repro import ReproError, reproducer
+
+    try:
+        text = reproducer(Path(args.dir), args.trial, args.kind)
+    except ReproError as e:
+        raise UsageError(str(e)) from e
+    Path(args.out).write_text(text)
+    print(args.out)
+    return 0
+
+
+def cmd_findings(args: argparse.Namespace) -> int:
+    from harness.results.findings import UpstreamError, findings, findings_text
+    from harness.results.report import load
+
+    folder = Path(args.dir)
+    if not (folder / "raw").is_dir():
+        raise UsageError(f"{folder}: no raw/ folder of result rows")
+    df, _ = load(folder)
+    try:
+        found = findings(df)
+    except UpstreamError as e:
+        raise UsageError(str(e)) from e
+    written: dict[tuple[str, str, str], str] = {}
+    if args.reproducers:
+        from stopbench.repro import ReproError, reproducer
+
+        out = Path(args.reproducers)
+        out.mkdir(parents=True, exist_ok=True)
+        for f in found:
+            path = out / f.reproducer_file
+            try:
+                path.write_text(reproducer(folder, f.trial_id, f.kind))
+            except ReproError as e:
+                print(f"stopbench findings: no reproducer for {f.adapter} {f.mode} {f.kind}: {e}", file=sys.stderr)
+                continue
+            written[(f.adapter, f.mode, f.kind)] = str(path)
+    print(findings_text(found, written))
     return 0
 
 
@@ -301,10 +343,28 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("old", help="a result folder (with raw/), e.g. results of framework 1.1")
     cp.add_argument("new", help="another result folder, e.g. results of framework 1.2")
     cp.add_argument("--to", help="write the Markdown here instead of printing it")
+    cp.add_argument("--adapter", help="compare this adapter's rows only (a patched framework against its release's "
+                    "published rows); the sources that differ are named")
     cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
                     help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
                          "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
     cp.set_defaults(func=cmd_compare)
+
+    rpr = sub.add_parser("repro", help="write one self-contained Python file that runs a published trial again "
+                         "and raises what the world saw (StopLied, StopHung, ResumeRepeated, ...)")
+    rpr.add_argument("dir", help="a result folder (with raw/ and evidence/)")
+    rpr.add_argument("trial", help="the row's trial_id (or a unique prefix of it) or run_id")
+    rpr.add_argument("-o", "--out", required=True, help="the Python file to write")
+    rpr.add_argument("--kind", choices=["hang", "fail", "leak", "leaves processes", "repeats on resume"],
+                     help="the finding to assert (default: the first the trial shows, in that order)")
+    rpr.set_defaults(func=cmd_repro)
+
+    fd = sub.add_parser("findings", help="every stop button that leaks, hangs, fails, repeats on resume or leaves "
+                        "processes, with a representative trial and the upstream issue it matches")
+    fd.add_argument("dir", nargs="?", default="results", help="a result folder (with raw/ and evidence/)")
+    fd.add_argument("--reproducers", metavar="FOLDER", help="write each finding's reproducer (`stopbench repro`) "
+                    "into FOLDER")
+    fd.set_defaults(func=cmd_findings)
 
     ag = sub.add_parser("agree", help="do a run's repetitions agree? trial cells whose repetitions disagree, per "
                         "adapter and field (the reproducibility figures)")

@@ -35,6 +35,9 @@ framework.toml:
     [history]                                     # the version history (`nox -s history`, issue #22)
     package = "crewai"                            # the dependency whose releases it walks
     releases = ["1.10", "1.11", "1.12"]           # minor releases, oldest first: each installed as ==X.Y.*
+    together = ["crewai-tools"]                   # dependencies released in lockstep: ==X.Y.* with it (optional)
+    [history.requires]                            # release -> requirements of then, each in place of the
+    "1.10" = ["mcp>=1.20,<1.27"]                  #   dependency of the same package (what that release needs)
     [protocol]                                    # an adapter in another language: no adapter.py, a process
     command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
                                                   #   a package-lock.json beside it: nox runs `npm ci` there
@@ -103,6 +106,15 @@ class History:
 
     package: str
     releases: tuple[str, ...]
+    #: dependencies released in lockstep with `package` (autogen-ext with autogen-agentchat): ==<release>.* too
+    together: tuple[str, ...] = ()
+    #: release -> requirements that release needs in place of the dependency of the same package (an older
+    #: checkpointer for an older graph library), as its documentation of then installs it
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def walks(self, requirement: str) -> bool:
+        """The requirement is the walked package's or one released with it."""
+        return _bare(requirement) in (self.package, *self.together)
 
     def takes(self, release: str) -> bool:
         """A declared release, or a minor newer than all of them (one that appeared since: CI's `--latest`)."""
@@ -190,8 +202,12 @@ class Framework:
             known = ", ".join(self.history.releases) if self.history else "none"
             raise FrameworkError(f"{self.folder / MANIFEST}: no history release {release!r} (releases: {known}, "
                                  "or a newer minor)")
-        package = self.history.package
-        return [f"{_name(d)}=={release}.*" if _bare(d) == package else d for d in self.dependencies]
+        history = self.history
+        extra = history.requires.get(release, ())
+        replaced = {_bare(r) for r in extra}
+        args = [f"{_name(d)}=={release}.*" if history.walks(d) else d for d in self.dependencies
+                if _bare(d) not in replaced or history.walks(d)]
+        return args + [r for r in extra if not history.walks(r)]
 
 
 def _name(requirement: str) -> str:
@@ -346,8 +362,9 @@ def _variant(data: dict[str, Any], framework: Declaration, where: str) -> Declar
 def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
     if data is None:
         return None
-    if not isinstance(data, dict) or set(data) - {"package", "releases"}:
-        raise FrameworkError(f"{path}: history: expected a table with package and releases")
+    if not isinstance(data, dict) or set(data) - {"package", "releases", "together", "requires"}:
+        raise FrameworkError(f"{path}: history: expected a table with package and releases (together, requires: "
+                             "optional)")
     package = data.get("package")
     if not isinstance(package, str) or package.lower().replace("_", "-") not in {_bare(d) for d in deps}:
         raise FrameworkError(f"{path}: history.package: {package!r} is not one of the dependencies "
@@ -356,7 +373,19 @@ def _history(data: object, deps: tuple[str, ...], path: Path) -> History | None:
     bad = [r for r in releases if not MINOR.fullmatch(r)]
     if not releases or bad:
         raise FrameworkError(f"{path}: history.releases: expected minor versions like \"1.12\", got {bad or 'none'}")
-    return History(package.lower().replace("_", "-"), releases)
+    deps_bare = {_bare(d) for d in deps}
+    together = _strings(data.get("together", []), f"{path}: history.together")
+    stray = [t for t in together if _bare(t) not in deps_bare]
+    if stray:
+        raise FrameworkError(f"{path}: history.together: {', '.join(stray)} not among the dependencies "
+                             f"({', '.join(sorted(deps_bare))})")
+    requires = _table(data, "requires", f"{path}: history")
+    unknown = [r for r in requires if r not in releases]
+    if unknown:
+        raise FrameworkError(f"{path}: history.requires: {', '.join(unknown)} not among the releases "
+                             f"({', '.join(releases)})")
+    return History(package.lower().replace("_", "-"), releases, tuple(_bare(t) for t in together),
+                   {r: _strings(v, f"{path}: history.requires.{r}") for r, v in requires.items()})
 
 
 def discover(root: Path = ROOT) -> list[Framework]:

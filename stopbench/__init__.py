@@ -23,15 +23,17 @@ from harness import __version__
 
 if TYPE_CHECKING:
     from stopbench.agent import AgentContext, agent_adapter
-    from stopbench.result import StopLied, TrialResult
-    from stopbench.run import event_anchors, run_trial
+    from stopbench.result import ProcessesLeft, ResumeRepeated, StopFailed, StopHung, StopLied, TrialResult
+    from stopbench.run import event_anchors, run_adapter_trial, run_trial
 
-__all__ = ["AgentContext", "StopLied", "TrialResult", "__version__", "agent_adapter", "event_anchors", "run_trial"]
+__all__ = ["AgentContext", "ProcessesLeft", "ResumeRepeated", "StopFailed", "StopHung", "StopLied", "TrialResult",
+           "__version__", "agent_adapter", "event_anchors", "run_adapter_trial", "run_trial"]
 
 # pytest loads stopbench.pytest_plugin (and so this package) in every session of an environment with stopbench:
 # the harness is imported when a name is first used, not then
-_WHERE = {"AgentContext": "agent", "agent_adapter": "agent", "StopLied": "result", "TrialResult": "result",
-          "event_anchors": "run", "run_trial": "run"}
+_WHERE = {"AgentContext": "agent", "agent_adapter": "agent", "StopLied": "result", "StopHung": "result",
+          "StopFailed": "result", "ResumeRepeated": "result", "ProcessesLeft": "result", "TrialResult": "result",
+          "event_anchors": "run", "run_trial": "run", "run_adapter_trial": "run"}
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,22 @@ class StopLied(AssertionError):
     """The agent's stop button said stopped, and the world saw otherwise."""
 
 
+class StopHung(AssertionError):
+    """A step of the trial (the stop, most often) did not return within its deadline: the watchdog ended it."""
+
+
+class StopFailed(AssertionError):
+    """The framework (or the adapter's use of it) raised: the trial failed in one of its steps."""
+
+
+class ResumeRepeated(AssertionError):
+    """Resuming the stopped run committed again a side effect that had already been committed before it."""
+
+
+class ProcessesLeft(AssertionError):
+    """Processes of the run (an MCP server, a worker) were still alive after the app closed the agent."""
+
+
 def _args(received: dict[str, Any]) -> str:
     args = ", ".join(f"{k}={v}" for k, v in (received.get("args") or {}).items())
     return f": {args}" if args else ""
@@ -112,6 +128,54 @@ class TrialResult:
     def _busy_threads(self) -> list[dict[str, Any]]:
         threads = self.trial.audit(AuditPhase.AFTER_STOP).get("threads_busy", [])
         return [t for t in threads if isinstance(t, dict)]
+
+    def _where(self) -> str:
+        r = self.row
+        return f"{r['scenario']} {r['offset']}, stop {r['mode']}"
+
+    def assert_no_hang(self) -> None:
+        """StopHung when a step overran its deadline (`hung`), StopFailed when one raised (`failed`)."""
+        r = self.row
+        if r["status"] == "hung":
+            raise StopHung(f"the trial hung in {r.get('failed_step') or 'a step'} ({self._where()}): {r['reason']}")
+        if r["status"] == "failed":
+            raise StopFailed(f"the trial failed in {r.get('failed_step') or 'a step'} ({self._where()}): "
+                             f"{r['reason']}")
+
+    def repeated_effects(self) -> list[str]:
+        """The effects the resume committed that had been committed (and not undone) before it, each named once:
+        `1 email committed again by the resume (email_3: to=...)`; the row's resume_duplicate_effects counts them."""
+        from harness.results.metrics import _live_by_phase
+
+        tr = self.trial
+        if tr.resume_started is None:
+            return []
+        before, _ = _live_by_phase(tr)
+        seen, out = set(), []
+        for eid, c in tr.committed.items():
+            received = tr.received.get(eid, c)
+            if eid in tr.compensated or not tr.in_resume(received) or c["logical"] not in before:
+                continue
+            if c["logical"] not in seen:
+                seen.add(c["logical"])
+                out.append(f"1 {c['kind']} committed again by the resume ({eid}{_args(received)})")
+        return out
+
+    def assert_resume_clean(self) -> None:
+        """ResumeRepeated naming each effect of before the resume that the resume committed again."""
+        found = self.repeated_effects()
+        if found:
+            raise ResumeRepeated(f"resume repeated what was done before the stop ({self._where()}): "
+                                 + "; ".join(found))
+
+    def assert_no_processes_left(self) -> None:
+        """ProcessesLeft naming each process of the run alive after close (the harness reaped them)."""
+        tr = self.trial
+        known = {p["pid"]: p for p in [*tr.audit(AuditPhase.AFTER_CLOSE).get("children", []), *self._reaped()]}
+        left = [f"pid {pid} {known.get(pid, {}).get('cmdline', '?')}" for pid in sorted(tr.orphans)]
+        if left:
+            raise ProcessesLeft(f"{len(left)} process(es) of the run still alive after close ({self._where()}): "
+                                + "; ".join(left))
 
     def assert_nothing_leaked(self) -> None:
         """Stricter than assert_stopped: every effect that landed after the stop was pressed, also one that was

@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.contract.adapter import Adapter
 from harness.results.evidence import evidence_file, read_evidence
 from harness.results.metrics import TrialView
 from harness.scenario import DEFAULT_SCENARIOS_DIR, Offset, load_scenarios, parse_offset
+from harness.tools.mcp_launch import DEFAULT_LAUNCH
 from harness.trial.runner import RunOptions, run_matrix
 from stopbench.agent import AgentContext, agent_adapter
 from stopbench.result import TrialResult
@@ -33,13 +35,24 @@ def run_trial(agent: Callable[[AgentContext], Any], *, scenario: str = "q3_repor
     once, or an Offset). `world_url`: a running world (the pytest plugin's); `out`: where the row and its
     evidence are written (a temporary folder if None);
     `scenarios_dir`: a folder of your own scenarios (e.g. one whose `tools:` are your agent's tools)."""
-    adapter = agent_adapter(agent)
+    return run_adapter_trial(agent_adapter(agent), mode=stop, scenario=scenario, offset=offset, tool_style=tool_style,
+                             observe_ms=observe_ms, world_url=world_url, out=out, scenarios_dir=scenarios_dir)
+
+
+def run_adapter_trial(adapter: type[Adapter], *, mode: str, scenario: str = "q3_report",
+                      offset: str | Offset = "on:effect_received:email", tool_style: str = "async",
+                      mcp_launch: str = DEFAULT_LAUNCH, host: str = "close", observe_ms: float | None = None,
+                      world_url: str | None = None, out: Path | None = None,
+                      scenarios_dir: Path | None = None) -> TrialResult:
+    """One trial of a framework adapter class (harness.contract.adapter.Adapter; a reproducer defines one): stop
+    button `mode` pressed at `offset`, everything else as for run_trial."""
     at = offset if isinstance(offset, Offset) else parse_offset(offset, "offset")
     with tempfile.TemporaryDirectory(prefix="stopbench-trial-") as tmp:
         folder = Path(out or tmp)
         log = io.StringIO()
-        opts = RunOptions(adapter=adapter.name, modes=[stop], scenarios=[scenario], offsets=[at],
-                          tool_styles=[tool_style], out=folder, observe_ms=observe_ms, world_url=world_url,
+        opts = RunOptions(adapter=adapter.name, modes=[mode], scenarios=[scenario], offsets=[at],
+                          tool_styles=[tool_style], mcp_launches=[mcp_launch], hosts=[host], out=folder,
+                          observe_ms=observe_ms, world_url=world_url,
                           scenarios_dir=Path(scenarios_dir) if scenarios_dir else DEFAULT_SCENARIOS_DIR)
         rows = run_matrix(adapter, opts, log=log)
         if len(rows) != 1:

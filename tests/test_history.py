@@ -32,6 +32,14 @@ def test_a_release_is_installed_in_place_of_the_package_requirement_without_the_
     assert fw.install_args("1.10") == ["Fw_X[mcp]==1.10.*", "other>=2"]  # one that appeared since: taken
 
 
+def test_a_release_takes_its_lockstep_packages_and_the_requirements_of_then(tmp_path):
+    fw = framework(tmp_path, 'dependencies = ["fw-x==1.3.0", "fw-x-ext[mcp]==1.3.0", "saver>=3.1,<3.2", "mcp<2"]\n'
+                             '[history]\npackage = "fw-x"\nreleases = ["1.1", "1.3"]\ntogether = ["fw-x-ext"]\n'
+                             '[history.requires]\n"1.1" = ["saver>=2,<2.1", "legacy-dep"]\n')
+    assert fw.install_args("1.1") == ["fw-x==1.1.*", "fw-x-ext[mcp]==1.1.*", "mcp<2", "saver>=2,<2.1", "legacy-dep"]
+    assert fw.install_args("1.3") == ["fw-x==1.3.*", "fw-x-ext[mcp]==1.3.*", "saver>=3.1,<3.2", "mcp<2"]
+
+
 def test_new_releases_are_the_stable_minors_newer_than_every_declared_one(tmp_path):
     fw = framework(tmp_path, 'dependencies = ["fw-x>=1.3"]\n[history]\npackage = "fw-x"\nreleases = ["1.2", "1.3"]\n')
     available = ["2.0.0rc1", "1.10.1", "1.10.0", "1.9.0", "1.4.2", "1.4.0", "1.3.5", "1.2.0", "0.9.1"]
@@ -58,6 +66,9 @@ def test_the_history_matrix_is_framework_x_release_x_shard_and_takes_new_release
     ('package = "fw-x"\nreleases = ["1.1.2"]', "history.releases: expected minor versions"),
     ('package = "fw-x"\nreleases = []', "history.releases: expected minor versions"),
     ('package = "fw-x"\nreleases = ["1.1"]\nwhen = "now"', "history: expected a table with package and releases"),
+    ('package = "fw-x"\nreleases = ["1.1"]\ntogether = ["nope"]', "history.together: nope not among the dependencies"),
+    ('package = "fw-x"\nreleases = ["1.1"]\n[history.requires]\n"1.0" = ["a"]',
+     "history.requires: 1.0 not among the releases"),
 ])
 def test_a_malformed_history_names_the_file_and_the_field(tmp_path, history, error):
     with pytest.raises(FrameworkError, match=error) as e:

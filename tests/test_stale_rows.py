@@ -43,8 +43,8 @@ def test_rows_of_other_code_are_rerun_and_counted(tmp_path):
 
     again, log = _run(tmp_path, ["at:50ms", "at:60ms", "at:70ms"])
     assert sorted(r["offset"] for r in again) == ["at:50ms", "at:60ms", "at:70ms"]
-    assert (f"stopbench: 3 rows in {raw} were measured on other code (versions/adapter digest); rerunning them\n"
-            in log), log
+    assert (f"stopbench: 3 rows in {raw} were measured on other code (versions/sources/adapter digest); "
+            "rerunning them\n" in log), log
     assert len(raw.read_text().splitlines()) == 6  # append-only: the old rows stay in the file
     rows, bad = read_rows([raw])
     assert not bad and sorted(r["run_id"] for r in rows) == sorted(r["run_id"] for r in again)

@@ -14,6 +14,7 @@ returned or raised (the moment a UI would say "stopped"), except `pause`, which 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from typing import Any
 
@@ -46,12 +47,15 @@ class AutogenAdapter(KitAdapter):
         self.tools: list[Any] | None = None
         self.workbench = None
         if ctx.tool_style == "mcp":
-            from autogen_ext.tools.mcp import McpWorkbench, StdioServerParams
+            import autogen_ext.tools.mcp as mcp
 
-            self.workbench = McpWorkbench(StdioServerParams(**ctx.mcp.params()))
-            self.on_close(self.workbench.stop)
-            await self.workbench.start()  # what `async with McpWorkbench(...)` enters
-            await self.workbench.list_tools()  # start() only spawns the session actor: wait until it serves
+            if hasattr(mcp, "McpWorkbench"):  # 0.5 and later
+                self.workbench = mcp.McpWorkbench(mcp.StdioServerParams(**ctx.mcp.params()))
+                self.on_close(self.workbench.stop)
+                await self.workbench.start()  # what `async with McpWorkbench(...)` enters
+                await self.workbench.list_tools()  # start() only spawns the session actor: wait until it serves
+            else:  # 0.4's docs: the server's tools as agent tools, a session per call
+                self.tools = await mcp.mcp_server_tools(mcp.StdioServerParams(**ctx.mcp.params()))
         else:
             self.tools = [FunctionTool(fn, description=fn.__doc__) for fn in ctx.tools.values()]
         self.team, self.external = self._team()
@@ -67,10 +71,14 @@ class AutogenAdapter(KitAdapter):
         from autogen_agentchat.conditions import ExternalTermination, MaxMessageTermination, TextMessageTermination
         from autogen_agentchat.teams import RoundRobinGroupChat
 
+        accepts = inspect.signature(AssistantAgent.__init__).parameters
+        # workbench= came in 0.5; max_tool_iterations= in 0.6 (before it, the team gives the agent another turn
+        # after each tool call: the loop its docs of then show)
+        since = {"workbench": self.workbench, "max_tool_iterations": MAX_TOOL_ITERATIONS}
         agent = AssistantAgent(
-            AGENT, model_client=self.client, tools=self.tools, workbench=self.workbench,
+            AGENT, model_client=self.client, tools=self.tools,
             system_message=self.ctx.system_prompt, model_client_stream=True, reflect_on_tool_use=False,
-            max_tool_iterations=MAX_TOOL_ITERATIONS)
+            **{k: v for k, v in since.items() if k in accepts})
         external = ExternalTermination()
         termination = TextMessageTermination(AGENT) | MaxMessageTermination(MAX_MESSAGES) | external
         return RoundRobinGroupChat([agent], termination_condition=termination), external

@@ -10,14 +10,26 @@ import glob
 import os
 from typing import Any
 
-from crewai import LLM, Agent, CheckpointConfig, Crew, Task
-from crewai.hooks import HookAborted, register_before_llm_call_hook, unregister_before_llm_call_hook
+from crewai import LLM, Agent, Crew, Task
+from crewai.hooks import register_before_llm_call_hook, unregister_before_llm_call_hook
 from crewai.tools import BaseTool
 from crewai.types.streaming import CrewStreamingOutput
 from pydantic import BaseModel, Field, create_model
 
+from harness.contract.adapter import NoResume, package_versions
 from harness.contract.kit import Flag, KitAdapter, in_own_thread
+from harness.frameworks import release_key
 from harness.tools.catalogue import TOOL_SPECS
+
+# crewai routes `openai/<any model>` with a base_url to its native OpenAI client from 1.15.3; before, a model name not
+# in its list of OpenAI models goes to LiteLLM (not installed here) unless the provider is named, as its docs then
+# showed for an OpenAI-compatible endpoint: LLM(model=..., provider="openai", base_url=...)
+NAMED_PROVIDER = release_key(package_versions(("crewai",))["crewai"]) < (1, 15, 3)
+
+try:  # checkpoints came in crewai 1.14: an older release has no resume from them (framework.toml, README)
+    from crewai import CheckpointConfig
+except ImportError:
+    CheckpointConfig = None
 
 # task_started is the one mid-task point a crew checkpoints: the docs' fine-grained llm_call_completed and
 # tool_usage_finished come from the LLM and the executor, where the listener finds no CheckpointConfig
@@ -69,7 +81,9 @@ def raise_if_cancelled(step: Any) -> None:  # Crew(step_callback=...): the artic
 
 
 def abort_llm_call_if_cancelled(context: Any) -> None:  # a before_llm_call hook
-    if CANCEL.is_set():  # HookAborted: CrewAI's documented way for a hook to stop the operation
+    if CANCEL.is_set():  # HookAborted: CrewAI's documented way for a hook to stop the operation (since 1.15.3)
+        from crewai.hooks import HookAborted
+
         raise HookAborted("the user pressed stop")
 
 
@@ -80,8 +94,10 @@ class CrewAIAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:  # crewai and crewai.hooks come with this module's own imports
         import crewai.llms.providers.openai.completion  # noqa: F401
-        import crewai.state.checkpoint_listener  # noqa: F401
         import crewai_tools.adapters.mcp_adapter  # noqa: F401
+
+        if CheckpointConfig is not None:
+            import crewai.state.checkpoint_listener  # noqa: F401
 
     async def start(self) -> None:
         ctx = self.ctx
@@ -104,12 +120,15 @@ class CrewAIAdapter(KitAdapter):
             tools = list(mcp.tools)
         if self.mode == "hook_abort":  # unregistered first in close(), then the MCP server stopped
             self.on_close(lambda: unregister_before_llm_call_hook(abort_llm_call_if_cancelled))
-        llm = self.model_client(LLM, model=f"openai/{ctx.model_name}")
+        model = ({"model": ctx.model_name, "provider": "openai"} if NAMED_PROVIDER
+                 else {"model": f"openai/{ctx.model_name}"})
+        llm = self.model_client(LLM, **model)
         agent = Agent(role="Assistant", goal=ctx.system_prompt, backstory="You work for the user.",
                       llm=llm, tools=tools, allow_delegation=False)
         task = Task(description=ctx.prompt, expected_output="The job done, then a short summary of it.", agent=agent)
-        self.crew = Crew(agents=[agent], tasks=[task],
-                         checkpoint=CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS),
+        checkpoint = ({} if CheckpointConfig is None else
+                      {"checkpoint": CheckpointConfig(location=str(self.checkpoints), on_events=CHECKPOINT_EVENTS)})
+        self.crew = Crew(agents=[agent], tasks=[task], **checkpoint,
                          stream=self.mode == "stream_close",
                          step_callback=raise_if_cancelled if self.mode == "callback_flag" else None)
         self.job = self._begin(self.crew)
@@ -148,6 +167,9 @@ class CrewAIAdapter(KitAdapter):
     async def resume(self) -> None:
         self.stop_pressed.clear()
         crew = self.crew  # rerun: the same Crew object run again
+        if not self.rerun and CheckpointConfig is None:
+            raise NoResume(f"crewai {package_versions(('crewai',))['crewai']} has no checkpoints to resume from "
+                           "(CheckpointConfig came in 1.14)")
         if not self.rerun:  # the checkpoint `crewai checkpoint resume` picks: the newest JSON file
             files = glob.glob(os.path.join(glob.escape(str(self.checkpoints)), "**", "*.json"), recursive=True)
             if not files:

@@ -84,17 +84,24 @@ class LangGraphAdapter(KitAdapter):
         self.job = self._begin(self.inputs)
 
     def _begin(self, inputs: Any) -> asyncio.Future:
-        from langgraph.runtime import RunControl
-
         if self.mode == "break_sync":
             return in_own_thread(self._sync_handler, inputs, name="langgraph-sync-handler")
-        self.control = RunControl() if self.mode == "drain" else None  # a fresh control per run
+        self.control = None
+        if self.mode == "drain":  # langgraph.runtime.RunControl came in 1.2.0 (framework.toml [modes_since])
+            from langgraph.runtime import RunControl
+
+            self.control = RunControl()  # a fresh control per run
         return asyncio.create_task(self._run(inputs))
 
     async def _run(self, inputs: Any) -> None:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-        from langgraph.errors import GraphDrained
 
+        # GraphDrained came with RunControl (langgraph 1.2.0); without drain there is none to catch
+        drained: tuple[type[BaseException], ...] = ()
+        if self.control is not None:
+            from langgraph.errors import GraphDrained
+
+            drained = (GraphDrained,)
         async with AsyncSqliteSaver.from_conn_string(self.db) as saver:
             graph = self._graph(saver, sync=False)
             if inputs is None and (await graph.aget_state(self.config)).created_at is None:
@@ -108,7 +115,7 @@ class LangGraphAdapter(KitAdapter):
                        and (await graph.aget_state(self.config)).next):
                     async for _ in graph.astream(None, self.config, stream_mode=STREAM_MODE):
                         pass
-            except GraphDrained:
+            except drained:
                 pass  # the documented end of a drained run: its checkpoint is saved
 
     def _sync_handler(self, inputs: Any) -> None:

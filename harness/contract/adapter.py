@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness import ADAPTERS
+from harness.contract.sources import package_sources
 from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
@@ -203,6 +204,11 @@ class Adapter(abc.ABC):
     @classmethod
     def versions(cls) -> dict[str, str]:
         return package_versions(cls.packages)
+
+    @classmethod
+    def sources(cls) -> dict[str, dict[str, Any]]:
+        """Where the packages came from when not from an index (a checkout, a git ref, a wheel file): PEP 610."""
+        return package_sources(cls.packages)
 
     @classmethod
     def has_resume(cls) -> bool:

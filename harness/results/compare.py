@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.results import schema, spread
 from harness.results.capability import CAPABILITY_RULES, capability_row, verdict_facts
-from harness.results.cells import cells, frame, values
+from harness.results.cells import cells, frame, numbers, values
 from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
 from harness.results.selection import BUTTON_MITIGATION, CONDITION, in_main_matrix, is_anchored, is_ok
 from harness.scenario import ANCHOR_KINDS
@@ -81,6 +81,32 @@ def _versions(rows) -> dict[str, set[str]]:
     return seen
 
 
+def _sources(rows) -> dict[str, set[str]]:
+    """package -> where its rows' code came from (`the package index` for a release): a row's `sources`."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for r in rows:
+        sources = r.get("sources") or {}
+        for package in (r.get("versions") or {}):
+            seen[package].add(source_text(sources.get(package)))
+    return seen
+
+
+def source_text(where: dict[str, Any] | None) -> str:
+    """One package's source as a row records it: `the package index`, else its path or URL with ref and commit."""
+    if not where:
+        return "the package index"
+    extra = [f"{k} {where[k]}" for k in ("ref", "commit") if where.get(k)]
+    return str(where.get("path") or where.get("url") or "?") + (f" ({', '.join(extra)})" if extra else "")
+
+
+def source_changes(old: list[dict], new: list[dict]) -> str:
+    """The packages whose rows came from different code on the two sides (a checkout against a release)."""
+    a, b = _sources(old), _sources(new)
+    changes = [f"{p}: {' / '.join(sorted(a[p])) or 'absent'} -> {' / '.join(sorted(b[p])) or 'absent'}"
+               for p in sorted(set(a) | set(b)) if a.get(p, set()) != b.get(p, set())]
+    return "; ".join(changes) or "none"
+
+
 def version_changes(old: list[dict], new: list[dict]) -> str:
     a, b = _versions(old), _versions(new)
     changes = [f"{p} {'/'.join(sorted(a[p])) or 'absent'} -> {'/'.join(sorted(b[p])) or 'absent'}"
@@ -112,14 +138,43 @@ def difference_p(column: str, a, b) -> float:
     return spread.shift_p(_by_cell(ok_a, values(ok_a, name)), _by_cell(ok_b, values(ok_b, name)))
 
 
-def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
+#: trial ids listed per side behind a change (the rest counted)
+SHOWN_TRIALS = 6
+
+
+def behind(column: str, g) -> tuple[int, int, list[str]]:
+    """(k, n, trial ids): the trials of group `g` behind a column's value: for a verdict those whose fact is the
+    bad case (did not abort, hung, leaked, ...: verdict_facts), for a count the ok trials with a value above 0."""
+    if column in VERDICTS:
+        facts = verdict_facts(g)[column]
+        flagged = sorted({str(g.loc[i, "trial_id"]) for fact in facts for i, v in fact.items() if bool(v)})
+        return len(flagged), max(len(f) for f in facts), flagged
+    ok = g[is_ok(g)]
+    vals = numbers(ok, COUNTS[column])
+    return int((vals > 0).sum()), int(vals.notna().sum()), [
+        f"{ok.loc[i, 'trial_id']} ({v:g})" for i, v in vals.items() if v > 0]
+
+
+def _trials_line(side: str, k: int, n: int, ids: list[str]) -> str:
+    more = f" (+{len(ids) - SHOWN_TRIALS} more)" if len(ids) > SHOWN_TRIALS else ""
+    return f"  - {side}: {k}/{n}" + (": " + ", ".join(f"`{t}`" for t in ids[:SHOWN_TRIALS]) + more if ids else "")
+
+
+def compare(old_dir: Path, new_dir: Path, anchors: str = "all", adapter: str | None = None) -> str:
     """Markdown: what changed between OLD and NEW, row by row of the capability table. `anchors`: `event` keeps
     only event-anchored trials (the world freezes at the anchor: what differs is the frameworks' spread), `time`
-    only time-anchored ones, `all` both."""
+    only time-anchored ones, `all` both. `adapter`: that adapter's rows only (a patch against its release)."""
     if anchors not in ANCHOR_KINDS:
         raise CompareError(f"--anchors {anchors!r}: give {', '.join(ANCHOR_KINDS)}")
     old, old_bad = load_side(old_dir)
     new, new_bad = load_side(new_dir)
+    if adapter is not None:
+        for folder, side in ((old_dir, old), (new_dir, new)):
+            if not any(r["adapter"] == adapter for r in side):
+                known = ", ".join(sorted({r["adapter"] for r in side}))
+                raise CompareError(f"{folder}: no rows of adapter {adapter!r} (adapters there: {known})")
+        old = [r for r in old if r["adapter"] == adapter]
+        new = [r for r in new if r["adapter"] == adapter]
     # the capability table is the main matrix's: the orphan matrix's rows (a launch variant, a host crash)
     # share its cells' scenario, offset and tool style, and would be read as more repetitions of them
     wild = (sum(not in_main_matrix(r) for r in old), sum(not in_main_matrix(r) for r in new))
@@ -142,7 +197,9 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     lines = [f"# stopbench compare: {old_dir} -> {new_dir}", "",
              f"- rows: {len(frames['old'])} old, {len(frames['new'])} new"
              + ("" if anchors == "all" else f" ({anchors}-anchored trials only)"),
+             *([f"- adapter: {adapter}"] if adapter else []),
              f"- package versions that differ: {version_changes(old, new)}",
+             f"- package sources that differ: {source_changes(old, new)}",
              f"- compared over {len(common)} common trial cell(s) (scenario x offset x tool style); "
              f"left out: {dropped[0]} old row(s), {dropped[1]} new row(s) in cells only one side has"]
     if any(wild):
@@ -161,6 +218,7 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     both = sorted(set(tables["old"]) & set(tables["new"]))
     changed = within = 0
+    trials: list[str] = []
     for key in both:
         a, b = tables["old"][key], tables["new"][key]
         shown = [f"{a['N']} -> {b['N']}"]
@@ -175,6 +233,9 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
                 if spread.beyond_spread(p):
                     shown.append(f"**{a[col]} -> {b[col]}** (p {p:.2g})")
                     differs = True
+                    trials += [f"- {' / '.join(map(str, key))}, {col}: {a[col]} -> {b[col]}",
+                               _trials_line("old", *behind(col, groups["old"][key])),
+                               _trials_line("new", *behind(col, groups["new"][key]))]
                 else:
                     shown.append(f"~ {a[col]} -> {b[col]} (p {p:.2g})")
                     near = True
@@ -186,6 +247,11 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all") -> str:
         if only:
             lines += ["", f"Only in {side} ({len(only)}): " + ", ".join(" / ".join(k) for k in only)]
     lines += ["", f"{changed} of {len(both)} compared row(s) changed in a count or a verdict "
-              f"(p < {spread.ALPHA:g}); {within} more differ only within the run-to-run spread.", "",
-              "```", CAPABILITY_RULES.rstrip(), "```", ""]
+              f"(p < {spread.ALPHA:g}); {within} more differ only within the run-to-run spread.", ""]
+    if trials:
+        lines += ["## The trials behind each change", "",
+                  "Per side, k/n trials behind the value: for a verdict those of the bad case (did not abort, hung, "
+                  "not resumed clean, repeated, leaked, left processes), for a count the ok trials above 0; "
+                  "`stopbench timeline DIR TRIAL_ID` shows one.", "", *trials, ""]
+    lines += ["```", CAPABILITY_RULES.rstrip(), "```", ""]
     return "\n".join(lines)

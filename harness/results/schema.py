@@ -159,6 +159,10 @@ def _fields() -> Iterable[Field]:
     yield runner("rep", int, "repetition number")
     yield runner("seed", int, "the run's seed")
     yield runner("versions", dict, "the framework's packages and their versions")
+    yield runner("sources", dict, "where the framework's packages came from when not from a package index (a "
+                 "local checkout, a git ref, a wheel file; `stopbench compare` names them): package -> its PEP 610 "
+                 "direct_url.json, as `url`, `path`, `ref`, `commit` (a checkout's HEAD), `editable`; empty for a "
+                 "release (rows written before it existed: empty)", default=lambda row: {})
     yield runner("finished_at", str, "when the row was written (UTC, ISO 8601)")
     yield runner("python", str, "Python version")
     yield runner("platform", str, "operating system, kernel release, machine")

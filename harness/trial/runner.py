@@ -119,15 +119,15 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
 def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario], specs: list[TrialSpec],
                 out_file: Path, log: TextIO) -> list[dict[str, Any]]:
     rows_there, unreadable = read_rows([out_file]) if out_file.exists() else ([], [])  # the newest row per trial
-    digest, versions = adapter_digest(adapter_cls), adapter_cls.versions()
-    done = {r["trial_id"] for r in rows_there if is_current(r, digest, versions)}
+    digest, versions, sources = adapter_digest(adapter_cls), adapter_cls.versions(), adapter_cls.sources()
+    done = {r["trial_id"] for r in rows_there if is_current(r, digest, versions, sources)}
     for bad in unreadable:
         print(f"stopbench: unreadable line skipped (its trial runs again): {bad}", file=log, flush=True)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     planned = {s.trial_id(scenarios[s.scenario].digest) for s in todo}
     rerun = sum(1 for r in rows_there if r["trial_id"] in planned)
     if rerun:
-        print(f"stopbench: {rerun} rows in {out_file} were measured on other code (versions/adapter digest); "
+        print(f"stopbench: {rerun} rows in {out_file} were measured on other code (versions/sources/adapter digest); "
               "rerunning them", file=log, flush=True)
     print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
           f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
@@ -136,7 +136,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
         return []
     os.environ.update(adapter_cls.environment)
     adapter_cls.prepare()
-    env = {**environment(), "adapter_digest": digest}
+    env = {**environment(), "adapter_digest": digest, "sources": sources}
     for stale in stale_workroots():  # left by a runner killed outright
         shutil.rmtree(stale, ignore_errors=True)
     workroot = Path(tempfile.mkdtemp(prefix=workroot_prefix(opts.adapter)))

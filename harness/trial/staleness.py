@@ -1,9 +1,10 @@
 """Which rows were measured on the code that runs now; a bench reruns the others.
 
-A row's `trial_id` says what was measured, its `adapter_digest` and `versions` with what: a digest of the
-adapter's folder (its Python files, framework.toml and constraints.txt; not its README or claims, which measure
-nothing) and the versions of the framework's packages. A row is current when both match the code about to run;
-a row written before `adapter_digest` existed never is.
+A row's `trial_id` says what was measured, its `adapter_digest`, `versions` and `sources` with what: a digest of
+the adapter's folder (its Python files, framework.toml and constraints.txt; not its README or claims, which measure
+nothing), the versions of the framework's packages and where they came from when not from an index (a checkout or
+a git ref of a patch carries the release's version number: harness/contract/sources.py). A row is current when all
+three match the code about to run; a row written before `adapter_digest` existed never is.
 
 stopbench's own code is not in the key. A change of the instrument (the world, the trial machinery, the metrics)
 is recorded in every row's `git_sha` and remeasured on purpose, into an empty `--out`: asv, likewise, keeps
@@ -52,6 +53,9 @@ def adapter_digest(adapter_cls: type[Adapter]) -> str:
     return h.hexdigest()[:16]
 
 
-def is_current(row: dict[str, Any], digest: str, versions: dict[str, str]) -> bool:
-    """The row was measured on this adapter code and these framework versions."""
-    return row.get("adapter_digest") == digest and row.get("versions") == versions
+def is_current(row: dict[str, Any], digest: str, versions: dict[str, str],
+               sources: dict[str, dict[str, Any]] | None = None) -> bool:
+    """The row was measured on this adapter code and these framework versions, from these sources (none: every
+    package from an index)."""
+    return (row.get("adapter_digest") == digest and row.get("versions") == versions
+            and (row.get("sources") or {}) == (sources or {}))
