@@ -153,8 +153,10 @@ class AgnoAdapter(KitAdapter):
 
 
 class AgnoTeamAdapter(AgnoAdapter):
-    """The agent's buttons on a `Team` (docs "Teams") whose one member agent has the scenario's tools; its modes
-    are named `team_<button>` so that the rows and the claims tell them from the agent's."""
+    """The agent's buttons on a `Team` (docs "Teams") of one member agent; its modes are named `team_<button>` so
+    that the rows and the claims tell them from the agent's. The scenario's tools are the team's own
+    (`Team(tools=...)`): the world's scripted model calls them by name, so the team leader's run loop does the job
+    and the member is never delegated to; what is measured is the team run and its cancel."""
 
     def _button(self) -> str:
         return self.mode.removeprefix("team_")
@@ -166,10 +168,9 @@ class AgnoTeamAdapter(AgnoAdapter):
         from agno.agent import Agent
         from agno.team import Team
 
-        member = Agent(name="worker", model=self._model(), tools=tools, instructions=self.ctx.system_prompt,
-                       telemetry=False)
-        return Team(members=[member], model=self._model(), instructions=self.ctx.system_prompt, telemetry=False,
-                    db=self._db(), add_history_to_context=True, session_id=self.ctx.run_id)
+        member = Agent(name="writer", model=self._model(), instructions=self.ctx.system_prompt, telemetry=False)
+        return Team(members=[member], model=self._model(), tools=tools, instructions=self.ctx.system_prompt,
+                    telemetry=False, db=self._db(), add_history_to_context=True, session_id=self.ctx.run_id)
 
 
 def _confirmed(run: Any) -> list[Any]:
