@@ -129,10 +129,12 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
         "langgraph_suspend_resume", "openai_agents_break_only_stops_reading", "crewai_thread_keeps_running",
         "autogen_no_abort_state_dropped",
         # the new frameworks' claims, from their issues: no `order`, so by folder after the article's
-        "agent_framework_work_goes_on_after_cancel", "agno_cancel_run_stops",
+        "agent_framework_work_goes_on_after_cancel", "agno_cancel_run_stops", "agno_sync_cancel_run_stops",
+        "agno_team_cancel_goes_on",
         "google_adk_break_leaves_the_invocation_running",
         "google_adk_sync_close_does_not_cancel", "llamaindex_cancel_run_stops", "llamaindex_resume_after_cancel",
         "pydantic_ai_tools_run_on_after_task_cancel", "pydantic_ai_agent_run_cancel_stops",
+        "smolagents_interrupt_stops", "smolagents_interrupt_only_between_steps", "smolagents_resume_with_memory",
         "strands_cancel_stops", "strands_interrupt_resumes", "strands_mcp_client_left_on_exit",
         "saga_closes_the_leak", "orphans_need_a_reaper"]
     for path in sorted((REPO / "adapters").glob("*/claims.yaml")):  # a folder's claims are about its framework
