@@ -142,13 +142,14 @@ def _representative(shown, rows) -> str:
 
 
 def _claims(df, claims: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[tuple[str, str, str]]]:
-    """(framework, mode or None) -> (claim id, rule, verdict) of the claims whose verdict says the bad thing."""
+    """(framework, mode or None) -> (claim id, rule, verdict) of the claims whose verdict says the bad thing; a
+    claim that carries its verdict (claims.judged: the report's) is not judged again."""
     out: dict[tuple[str, str | None], list[tuple[str, str, str]]] = {}
     for claim in claims:
         rule = claim["rule"]
         if rule not in RULE_KINDS:
             continue
-        verdict, _ = judge(claim, df)
+        verdict = claim["verdict"] if "verdict" in claim else judge(claim, df)[0]
         if verdict in BAD_VERDICTS[rule]:
             out.setdefault((claim["framework"], claim.get("mode")), []).append((claim["id"], rule, verdict))
     return out
