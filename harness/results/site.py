@@ -144,6 +144,8 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     plots_page.write_text(env.get_template("plots.html.j2").render(**common, root="", plots=[p.name for p in plots]))
     written.append(plots_page)
     written += _details(env, out, common, tables, table)
+    own = out / "details-orphans.html"  # the orphan matrix's table: where a finding's trials off its button page are
+    env.globals["orphans_href"] = own.name if own.exists() else "details.html#orphans"
     glossary = out / "glossary.html"
     glossary.write_text(env.get_template("glossary.html.j2").render(
         **common, root="", terms=glossary_terms(), notation=NOTATION, rules=notes.get("rules", "")))
@@ -248,10 +250,10 @@ def finding_rows(df, found: list[Finding], reproducers: dict[str, str]) -> list[
         place = places[(f.adapter, f.mode)]
         page = f"buttons/{slug(f.adapter, f.mode)}.html"
         why = reproducers.get(f.reproducer_file, "no reproducer written: `stopbench report` writes them")
+        on_page = sum(tid in place for tid in f.trial_ids)
         out.append({"framework": f.framework, "adapter": f.adapter, "mode": f.mode, "kind": f.kind,
-                    "trials": f.trials, "of": f.of, "on_page": sum(tid in place for tid in f.trial_ids),
-                    "cell": f.cell, "claims": f.claims, "page": page,
-                    "href": f"{page}#cell={finding_key(f.kind)}", "trial_id": f.trial_id,
+                    "trials": f.trials, "of": f.of, "on_page": on_page, "cell": f.cell, "claims": f.claims,
+                    "href": f"{page}#cell={finding_key(f.kind)}" if on_page else page, "trial_id": f.trial_id,
                     "timeline": f"{page}#trial={place[f.trial_id]}" if f.trial_id in place else "",
                     "issue": f.issue, "issue_url": f.issue_url, "issue_title": f.issue_title,
                     "issue_state": f.issue_state, "reproducer": "" if why else f"repro/{f.reproducer_file}",
