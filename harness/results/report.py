@@ -310,7 +310,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     for claim in load_claims():
         c = {**claim, **judged(claim, full)}
         claims.append({**c, "links": claim_links(c)})
-    found = findings(full, claims=claims)  # the claims as judged above
+    found = findings(full, claims=claims, caps=caps)  # the claims and capability rows computed above
     reproducers = reproduce(raw_dir, found, site / REPRO) if reproduce else {}
     cap = capability(df, caps)
     sections = [
