@@ -82,7 +82,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         to.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--to {to}: cannot write the report there ({e.strerror or e})") from e
-    written = write_report(out, to)
+    from stopbench.repro import write_reproducers
+
+    written = write_report(out, to, reproduce=write_reproducers)
     for path in written:
         print(path)
     _, bad = read_rows(raw_files(out))
@@ -134,18 +136,16 @@ def cmd_findings(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     written: dict[tuple[str, str, str], str] = {}
     if args.reproducers:
-        from stopbench.repro import ReproError, reproducer
+        from stopbench.repro import write_reproducers
 
         out = Path(args.reproducers)
-        out.mkdir(parents=True, exist_ok=True)
+        why = write_reproducers(folder, found, out)
         for f in found:
-            path = out / f.reproducer_file
-            try:
-                path.write_text(reproducer(folder, f.trial_id, f.kind))
-            except ReproError as e:
-                print(f"stopbench findings: no reproducer for {f.adapter} {f.mode} {f.kind}: {e}", file=sys.stderr)
-                continue
-            written[(f.adapter, f.mode, f.kind)] = str(path)
+            if why[f.reproducer_file]:
+                print(f"stopbench findings: no reproducer for {f.adapter} {f.mode} {f.kind}: {why[f.reproducer_file]}",
+                      file=sys.stderr)
+            else:
+                written[(f.adapter, f.mode, f.kind)] = str(out / f.reproducer_file)
     print(findings_text(found, written))
     return 0
 

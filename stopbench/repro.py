@@ -19,13 +19,15 @@ import json
 import pprint
 import re
 import textwrap
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import ADAPTERS
 from harness.frameworks import MANIFEST, load
-from harness.results.evidence import evidence_file, find_trial, read_evidence
+from harness.results.evidence import evidence_file, find_trial, read_runs
+from harness.results.findings import Finding
 from harness.results.metrics import TrialView
 from harness.results.rows import raw_files, read_rows
 from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenario_file, parse_offset
@@ -56,26 +58,36 @@ class Published:
     results: Path
 
 
-def find(results: Path, trial: str) -> Published:
-    """The row whose trial_id (or a unique prefix of one) or run_id is `trial`, with its evidence."""
-    if not (results / "raw").is_dir():
-        raise ReproError(f"{results}: no raw/ folder of result rows")
-    rows = _rows(results.resolve(), tuple(p.stat().st_mtime_ns for p in raw_files(results)))
+def find(results: Path, trial: str, records: Mapping[str, dict[str, Any]] | None = None) -> Published:
+    """The row whose trial_id (or a unique prefix of one) or run_id is `trial`, with its evidence (from `records`,
+    run_id -> evidence record, when it holds the run's)."""
+    rows = _published_rows(results)
     hits = [r for r in rows if trial in (r["trial_id"], r.get("run_id"))] or \
         [r for r in rows if r["trial_id"].startswith(trial)]
     if len(hits) != 1:
         raise ReproError(f"{trial!r}: {'no' if not hits else len(hits)} trials in {results}/raw with that trial_id "
                          "(or unique prefix) or run_id")
     (row,) = hits
+    if records is not None and row["run_id"] in records:
+        return _published(results, row, records[row["run_id"]])
     own = evidence_file(results, row["adapter"])  # the adapter's own file first: the others are not read then
-    record = next((r for r in read_evidence(own) if r["run_id"] == row["run_id"]), None) if own.exists() else None
-    record = record or find_trial(results, row["run_id"])
+    record = read_runs(own, {row["run_id"]}).get(row["run_id"]) or find_trial(results, row["run_id"])
     if record is None:
         raise ReproError(f"{results}/evidence: no evidence kept for trial {row['trial_id']!r} (run {row['run_id']})")
+    return _published(results, row, record)
+
+
+def _published(results: Path, row: dict[str, Any], record: dict[str, Any]) -> Published:
     path = DEFAULT_SCENARIOS_DIR / f"{row['scenario']}.yaml"
     scenario = load_scenario_file(path)
     offset = parse_offset(row["offset"], "offset")
     return Published(row, TrialResult(row, record["events"], TrialView(record["events"], scenario, offset)), results)
+
+
+def _published_rows(results: Path) -> list[dict[str, Any]]:
+    if not (results / "raw").is_dir():
+        raise ReproError(f"{results}: no raw/ folder of result rows")
+    return _rows(results.resolve(), tuple(p.stat().st_mtime_ns for p in raw_files(results)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -106,6 +118,31 @@ def promise_pattern(promised: str) -> re.Pattern[str]:
     parts = re.split(r"(\d+(?:\.\d+)?|[0-9a-f]{12,})", promised)
     return re.compile("".join(re.escape(p) if i % 2 == 0 else r"(?:\d+(?:\.\d+)?|[0-9a-f]{12,})"
                               for i, p in enumerate(parts)))
+
+
+def write_reproducers(results: Path, found: Iterable[Finding], folder: Path) -> dict[str, str]:
+    """Each finding's reproducer (its representative trial, its kind) into `folder` as its `reproducer_file`, each
+    adapter's evidence read once for all. Returns the file name -> "" when written, else why none could be."""
+    found = list(found)
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = {f.trial_id for f in found}
+    runs: dict[Path, set[str]] = {}
+    for row in _published_rows(results):
+        if row["trial_id"] in wanted:
+            runs.setdefault(evidence_file(results, row["adapter"]), set()).add(row["run_id"])
+    records: dict[str, dict[str, Any]] = {}
+    for path, run_ids in sorted(runs.items()):
+        records.update(read_runs(path, run_ids))
+    out: dict[str, str] = {}
+    for f in found:
+        try:
+            text = reproducer(results, f.trial_id, f.kind, records)
+        except ReproError as e:
+            out[f.reproducer_file] = str(e)
+            continue
+        (folder / f.reproducer_file).write_text(text)
+        out[f.reproducer_file] = ""
+    return out
 
 
 # --- the adapter's source ----------------------------------------------------------------------------------------
@@ -193,10 +230,11 @@ def declarations(module: str, cls: str, path: Path) -> dict[str, Any]:
 
 # --- the file ----------------------------------------------------------------------------------------------------
 
-def reproducer(results: Path, trial: str, kind: str | None = None) -> str:
+def reproducer(results: Path, trial: str, kind: str | None = None,
+               records: Mapping[str, dict[str, Any]] | None = None) -> str:
     """The reproducer of trial `trial` in `results`: the assert of `kind` (KINDS), else of the first kind the
-    trial shows."""
-    published = find(results, trial)
+    trial shows. `records`: evidence already read (run_id -> record; `find`)."""
+    published = find(results, trial, records)
     row = published.row
     if row.get("mitigation", "none") != "none":
         raise ReproError(f"{row['trial_id']}: mitigation {row['mitigation']!r}; a reproducer presses the framework's "

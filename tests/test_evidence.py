@@ -11,6 +11,7 @@ from harness.results.evidence import (
     merge_evidence,
     pack,
     read_evidence,
+    read_runs,
     unpack,
 )
 from harness.results.site import view
@@ -76,3 +77,14 @@ def test_token_runs_are_stored_packed_and_read_back_exactly(tmp_path):
     shown = [(e["event"], e.get("n"), e.get("after")) for e in view(events)]
     assert shown == [("llm_request", None, None), ("tokens", 50, False), ("mark", None, None),
                      ("tokens", 5, True), ("tokens", 1, True), ("tokens", 1, True)]
+
+
+def test_read_runs_gives_the_asked_runs_as_read_evidence_does_and_no_other(tmp_path):
+    """A reproducer per finding reads a few records of a large file: only those are parsed and unpacked."""
+    path = tmp_path / "e.jsonl.gz"
+    tokens = [{"t": 10 + i, "event": "token", "req": 1, "i": i} for i in range(5)]
+    for n in range(1, 5):
+        append_evidence(path, f"t{n}", f"r{n}", [{"t": n, "event": "llm_request", "req": 1}, *tokens])
+    everything = {r["run_id"]: r for r in read_evidence(path)}
+    assert read_runs(path, {"r2", "r4"}) == {"r2": everything["r2"], "r4": everything["r4"]}
+    assert read_runs(path, {"r1x"}) == {} and read_runs(tmp_path / "none.jsonl.gz", {"r1"}) == {}

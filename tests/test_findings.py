@@ -94,3 +94,11 @@ def test_a_finding_names_the_claims_that_say_so():
     found = {f.kind: f.claims for f in findings(frame(rows()), UPSTREAM, claims)}
     assert found == {"leak": ("fw_keeps_running: partly",), "hang": ("fw_keeps_running: partly",),
                      "repeats on resume": ("fw_resumes: partly",)}
+
+
+def test_a_claim_that_carries_its_verdict_is_not_judged_again():
+    """The report judges every claim once and hands the findings its verdicts."""
+    claims = [{"id": "fw_keeps_running", "framework": "fw", "claim": "fw keeps running", "rule": "keeps_running",
+               "verdict": "confirmed"}]  # judged on these rows it would say partly
+    found = {f.kind: f.claims for f in findings(frame(rows()), UPSTREAM, claims)}
+    assert found["leak"] == ("fw_keeps_running: confirmed",)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,21 +15,29 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.results.findings import NO_ISSUE
 from harness.results.report import write_report
 from harness.results.scorecard import SHARES
 from harness.results.site import mode_texts
+from stopbench.repro import write_reproducers
 from tests.test_trials import KA, run
+
+#: the upstream issues the fixture's findings are matched against (in place of data/upstream_issues.yaml)
+UPSTREAM = [{"framework": "known-resume-repeats", "kind": "repeats on resume", "issue": "acme/known#7",
+             "title": "resume sends the email again", "state": "open"}]
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
-    run(KA + "LeaksOneEmail", out, offsets=["at:50ms"], reps=2)  # a thread sends one email after the stop
-    run(KA + "CancelsEmailInFlight", out, offsets=["on:effect_received:email"], reps=2)  # in flight, lands
-    run(KA + "ResumeRepeatsEffect", out, offsets=["on:effect_committed:email"], reps=2)  # resume: the email again
-    run(KA + "IgnoresStop", out, offsets=["on:llm_request:2"], reps=1)  # goes on asking the model
-    write_report(out, out)
-    return out
+    with pytest.MonkeyPatch.context() as patch:  # every report of this module reads UPSTREAM
+        patch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
+        run(KA + "LeaksOneEmail", out, offsets=["at:50ms"], reps=2)  # a thread sends one email after the stop
+        run(KA + "CancelsEmailInFlight", out, offsets=["on:effect_received:email"], reps=2)  # in flight, lands
+        run(KA + "ResumeRepeatsEffect", out, offsets=["on:effect_committed:email"], reps=2)  # resume: the email again
+        run(KA + "IgnoresStop", out, offsets=["on:llm_request:2"], reps=1)  # goes on asking the model
+        write_report(out, out, reproduce=write_reproducers)
+        yield out
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +67,7 @@ def test_a_report_deletes_the_pages_an_older_report_wrote_next_to_readme_and_not
     (results / "index.html").write_text("<title>stopbench: does the stop button stop?</title>")
     (results / "lie_ms.svg").write_text("<svg/>")
     (results / "details.html").write_text("<p>my own notes</p>")  # not a page of ours: kept
-    write_report(results, results)
+    write_report(results, results, reproduce=write_reproducers)
     assert [p.name for p in sorted(results.iterdir()) if p.suffix in (".html", ".svg") or p.name == "buttons"] == [
         "details.html"]
     (results / "details.html").unlink()
@@ -102,8 +111,9 @@ def test_the_site_is_byte_identical_when_made_twice(results):
                 if p.is_file() and "raw" not in p.parts and "evidence" not in p.parts}
 
     first = snapshot()
-    write_report(results, results)
+    write_report(results, results, reproduce=write_reproducers)
     second = snapshot()
+    assert any(name.startswith("site/repro/") for name in first)  # the reproducers too
     assert sorted(first) == sorted(second)
     assert [name for name in first if first[name] != second[name]] == []
 
@@ -119,6 +129,69 @@ def test_mode_texts_come_from_the_adapters_source_without_importing_a_framework(
     texts = mode_texts()
     assert texts[("reference", "cancel")].startswith("cancel the loop task")
     assert texts[("langgraph", "drain")].startswith("RunControl.request_drain()")
+
+
+#: the fixture's findings: (framework, mode, kind, upstream issue)
+FINDINGS = {("known-leaks-one-email", "cancel", "leak", NO_ISSUE),
+            ("known-cancels-email-in-flight", "cancel", "leak", NO_ISSUE),
+            ("known-resume-repeats", "cancel", "repeats on resume", "acme/known#7"),
+            ("known-ignores-stop", "cancel", "leak", NO_ISSUE)}
+
+
+def _finding_rows(page: Path) -> list[dict[str, str]]:
+    """The findings table of a page: each row's button page, kind, trials link, upstream issue and reproducer."""
+    html = page.read_text()
+    table = html[html.index('<table class="sortable findings">'):]
+    table = table[:table.index("</table>")]
+    out = []
+    for row in re.findall(r'<tr class="kind-.*?</tr>', table, re.S):
+        framework = re.search(r'frameworks/([^"]+)\.html">', row)
+        out.append({"framework": framework.group(1) if framework else "",
+                    "mode": re.search(r"<code>([^<]+)</code></a>", row).group(1),
+                    "kind": re.search(r"</td>\s*<td>([^<]+)<br>", row).group(1),
+                    "trials": re.search(r'<a href="([^"]+)" data-k="(\d+)"', row).groups(),
+                    "issue": (re.search(r'href="https://github.com/[^"]+">([^<]+)</a>', row) or
+                              re.search(r'class="none">([^<]+)</span>', row)).group(1),
+                    "reproducer": (re.search(r'<a href="([^"]+)" download>', row) or
+                                   re.search(r'class="none">(none: [^<]+)</small>', row)).group(1)})
+    return out
+
+
+def test_the_findings_page_lists_each_finding_with_its_upstream_issue_or_none_found(results, site):
+    rows = _finding_rows(site / "findings.html")
+    assert {(r["framework"], r["mode"], r["kind"], r["issue"]) for r in rows} == FINDINGS
+    assert len(rows) == len(FINDINGS)
+    repeats = next(r for r in rows if r["kind"] == "repeats on resume")
+    assert repeats["trials"] == ("buttons/known-resume-repeats--cancel.html#cell=finding-repeats_on_resume", "2")
+    assert 'href="https://github.com/acme/known/issues/7"' in (site / "findings.html").read_text()
+    for page in site.rglob("*.html"):  # the top bar links it from every page
+        root = "../" * (len(page.relative_to(site).parts) - 1)
+        assert f'href="{root}findings.html"' in page.read_text(), page
+    assert 'href="findings.html">The findings page</a>' in (site / "index.html").read_text()
+    readme = (results / "README.md").read_text()
+    section = readme[readme.index("## Findings"):]
+    section = section[:section.index("\n## ", 1)]
+    assert "](site/findings.html)" in section and "4 findings, 1 of them matching an upstream issue" in section
+    assert "| known-resume-repeats" in section and "[acme/known#7](https://github.com/acme/known/issues/7)" in section
+
+
+def test_every_finding_has_a_reproducer_link_that_resolves_to_a_file_in_the_site(site):
+    linked = set()
+    pages = [site / "findings.html", *sorted((site / "frameworks").glob("*.html"))]
+    for page in pages:
+        rows = _finding_rows(page)
+        if page.parent.name == "frameworks":  # a framework's page: its own findings, each with its reproducer
+            assert {(page.stem, r["mode"], r["kind"]) for r in rows} == {
+                f[:3] for f in FINDINGS if f[0] == page.stem}
+        for r in rows:
+            assert not r["reproducer"].startswith("none"), r
+            target = (page.parent / r["reproducer"]).resolve()
+            assert target.is_relative_to(site.resolve() / "repro") and target.is_file(), (page, r)
+            compile(target.read_text(), str(target), "exec")  # a Python file
+            linked.add(target.name)
+    assert linked == {p.name for p in (site / "repro").iterdir()} and len(linked) == len(FINDINGS)
+    assert "result.assert_resume_clean()" in (site / "repro" / "known-resume-repeats--cancel--repeats-on-resume.py"
+                                              ).read_text()
 
 
 # --- in a real browser -------------------------------------------------------------------------------------
@@ -175,6 +248,9 @@ async function main() {
   await load("index.html", 1400);
   const links = Array.from(f.contentDocument.querySelectorAll("table.scorecard td.share a, table.claims td a[data-k]"))
     .map((a) => [a.getAttribute("href"), +a.dataset.k]);
+  await load("findings.html", 1400);
+  Array.from(f.contentDocument.querySelectorAll("table.findings a[data-k]"))
+    .forEach((a) => links.push([a.getAttribute("href"), +a.dataset.k]));
   for (const [href, k] of links) {
     await load(href, 1400);
     const rows = Array.from(f.contentDocument.querySelectorAll("table.trials tbody tr"));
@@ -206,18 +282,21 @@ def probe(browser: str, site: Path, pages: list[str], profile: Path) -> dict:
 
 def test_every_page_fits_a_phone_and_every_scorecard_cell_lists_exactly_its_trials(site, tmp_path):
     browser = _browser()
-    pages = ["index.html", "glossary.html", "details.html", "frameworks/known-cancels-email-in-flight.html",
-             "buttons/known-cancels-email-in-flight--cancel.html"]
+    pages = ["index.html", "glossary.html", "details.html", "findings.html",
+             "frameworks/known-cancels-email-in-flight.html", "buttons/known-cancels-email-in-flight--cancel.html"]
     got = probe(browser, site, pages, tmp_path / "profile")
     for name, m in got["widths"].items():
         assert m["page"] <= m["width"] and m["body"] <= m["width"], (name, m)  # nothing wider than the screen
     desktop = got["widths"]["index.html@1400"]
     assert desktop["cells"] == 4 * len(SHARES) and desktop["cells_off_screen"] == 0  # every share in view
-    scorecard = [link for link in got["links"] if "#cell=" in link["href"] and "claim-" not in link["href"]]
+    scorecard = [link for link in got["links"] if "#cell=" in link["href"] and "claim-" not in link["href"]
+                 and "finding-" not in link["href"]]
     assert len(scorecard) == 4 * len(SHARES)
     for link in got["links"]:
         assert link["same"] and link["shown"] == link["k"] == link["flagged"], link
     assert any(link["k"] > 0 for link in scorecard)
+    found = [link for link in got["links"] if "#cell=finding-" in link["href"]]  # each finding's trials
+    assert len(found) == len(FINDINGS) and all(link["k"] > 0 for link in found)
 
 
 def test_report_renders_in_a_headless_browser(site, tmp_path):

@@ -142,22 +142,24 @@ def _representative(shown, rows) -> str:
 
 
 def _claims(df, claims: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[tuple[str, str, str]]]:
-    """(framework, mode or None) -> (claim id, rule, verdict) of the claims whose verdict says the bad thing."""
+    """(framework, mode or None) -> (claim id, rule, verdict) of the claims whose verdict says the bad thing; a
+    claim that carries its verdict (claims.judged: the report's) is not judged again."""
     out: dict[tuple[str, str | None], list[tuple[str, str, str]]] = {}
     for claim in claims:
         rule = claim["rule"]
         if rule not in RULE_KINDS:
             continue
-        verdict, _ = judge(claim, df)
+        verdict = claim["verdict"] if "verdict" in claim else judge(claim, df)[0]
         if verdict in BAD_VERDICTS[rule]:
             out.setdefault((claim["framework"], claim.get("mode")), []).append((claim["id"], rule, verdict))
     return out
 
 
-def findings(df, upstream: list[dict[str, str]] | None = None,
-             claims: list[dict[str, Any]] | None = None) -> list[Finding]:
+def findings(df, upstream: list[dict[str, str]] | None = None, claims: list[dict[str, Any]] | None = None,
+             caps: dict[tuple[str, str], dict[str, Any]] | None = None) -> list[Finding]:
     """Every finding over the rows `df` (a report frame: harness.results.report.load), by framework, adapter, mode
-    and kind (KINDS order)."""
+    and kind (KINDS order). `caps`: the capability rows already computed over the main matrix
+    (capability_rows: the report's), else computed here."""
     upstream = load_upstream() if upstream is None else upstream
     claims = load_claims() if claims is None else claims
     judged = _claims(df, claims)
@@ -165,7 +167,10 @@ def findings(df, upstream: list[dict[str, str]] | None = None,
     out: list[Finding] = []
     for (adapter, mode), g in measured.groupby(list(BUTTON), sort=True):
         cell_rows = g[in_main_matrix(g)]
-        cap = capability_row(cell_rows) if not cell_rows.empty else {}
+        if cell_rows.empty:
+            cap = {}
+        else:
+            cap = caps[(adapter, mode)] if caps and (adapter, mode) in caps else capability_row(cell_rows)
         framework = str(g["framework"].iloc[0])
         for kind in KINDS:
             rows = g if kind == "leaves processes" else cell_rows  # the orphan matrix too (orphans_seen)

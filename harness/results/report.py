@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -266,9 +267,17 @@ def _clear_old_layout(to: Path) -> None:
             page.unlink()
 
 
-def write_report(raw_dir: Path, to: Path) -> list[Path]:
+#: writes each finding's reproducer into a folder: (results folder, findings, folder) -> file name -> "" when
+#: written, else why not (stopbench.repro.write_reproducers: the CLI hands it in, the harness never imports it)
+Reproduce = Callable[[Path, list, Path], dict[str, str]]
+#: the site's folder of reproducers
+REPRO = "repro"
+
+
+def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) -> list[Path]:
     """`to`: README.md, summary.csv, capability.csv, summary.json (small, for a reader of the repository) and
-    the site in `to/site/` (index.html first, the plots, rows.csv). Every number from the rows of `raw_dir`."""
+    the site in `to/site/` (index.html first, the plots, rows.csv, the findings with, when `reproduce` is given,
+    a reproducer each in site/repro/). Every number from the rows of `raw_dir`."""
     import shutil
 
     from harness.results.orphans import orphan_table
@@ -284,6 +293,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
         return [to / "README.md"]
     from harness.results.agreement import agreement_frame
     from harness.results.claims import judged, load_claims
+    from harness.results.findings import findings
     from harness.results.plots import write_plots
     from harness.results.scorecard import best_rule, scorecard
     from harness.results.site import SITE, claim_links, write_site
@@ -300,6 +310,8 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
     for claim in load_claims():
         c = {**claim, **judged(claim, full)}
         claims.append({**c, "links": claim_links(c)})
+    found = findings(full, claims=claims, caps=caps)  # the claims and capability rows computed above
+    reproducers = reproduce(raw_dir, found, site / REPRO) if reproduce else {}
     cap = capability(df, caps)
     sections = [
         ("Capability table, measured", "capability", cap),
@@ -335,7 +347,7 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
                    for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"
-    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule))
+    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found))
     shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
     notes = {
         "lede": (f"{counts_text(counts)}: the same scripted job, a stop pressed at controlled moments, and "
@@ -349,11 +361,14 @@ def write_report(raw_dir: Path, to: Path) -> list[Path]:
                   f"{shas}).",
     }
     pages = write_site(df, raw_dir, site, claims, cards, sections, plots,
-                       [summary_csv, capability_csv, rows_csv, summary_json], notes, history_dir=raw_dir / "history")
-    return [readme, summary_csv, capability_csv, summary_json, rows_csv, *plots, *pages]
+                       [summary_csv, capability_csv, rows_csv, summary_json], notes, found, reproducers,
+                       history_dir=raw_dir / "history")
+    written = sorted(site / REPRO / name for name, why in reproducers.items() if not why)
+    return [readme, summary_csv, capability_csv, summary_json, rows_csv, *plots, *pages, *written]
 
 
-def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str) -> str:
+def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str,
+              found) -> str:
     import pandas as pd
 
     from harness.results.scorecard import SHARES
@@ -363,6 +378,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
             f" ({c['best']['adapter']})" if c["best"]["adapter"] != c["framework"] else ""),
         **{s.label: _share(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
     site = os.environ.get("STOPBENCH_SITE_URL", "site/index.html")
+    findings_page = site.rpartition("/")[0] + "/findings.html" if "/" in site else "findings.html"
     md = ["# stopbench results\n",
           f"{counts_text(counts)}, from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report "
           f"is [the site]({site}) (`nox -s report` writes it to site/, which git does not keep; a page per "
@@ -373,6 +389,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
           _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"],
                              "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
                              "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
+          *_findings_md(found, findings_page),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
     for title, _, table in sections:
         md += [f"## {title}\n", _md(table)]
@@ -380,6 +397,29 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
             md.append("```\n" + capability_rules + "```\n")
     md.append(_corrupt_md(bad))
     return "\n".join(md)
+
+
+def _findings_md(found, page: str) -> list[str]:
+    """The README's findings section: one line a framework (how many findings of each kind, the upstream issues
+    they match, how many match none); the site's findings page lists each with its trials and a reproducer."""
+    import pandas as pd
+
+    from harness.results.findings import KINDS, NO_ISSUE
+
+    lines = []
+    for framework in sorted({f.framework for f in found}):
+        mine = [f for f in found if f.framework == framework]
+        issues = sorted({(f.issue, f.issue_url) for f in mine if f.issue != NO_ISSUE})
+        lines.append({"framework": framework, "findings": len(mine),
+                      "kinds": ", ".join(f"{kind} {n}" for kind in KINDS if (n := sum(f.kind == kind for f in mine))),
+                      "upstream issues they match": ", ".join(f"[{i}]({url})" for i, url in issues) or "-",
+                      NO_ISSUE: sum(f.issue == NO_ISSUE for f in mine)})
+    matched = sum(f.issue != NO_ISSUE for f in found)
+    return ["## Findings: stop buttons that leak, hang, fail, repeat on resume or leave processes\n",
+            f"{len(found)} findings, {matched} of them matching an upstream issue (data/upstream_issues.yaml). "
+            f"[The findings page]({page}) lists each: its button, the trials behind it, a representative trial's "
+            "timeline, the upstream issue and a reproducer to download (one Python file that runs the trial "
+            "again: `stopbench repro`).\n", _md(pd.DataFrame(lines))]
 
 
 def _share(v: dict[str, int]) -> str:

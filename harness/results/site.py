@@ -23,6 +23,7 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.evidence import read_evidence
+from harness.results.findings import NO_ISSUE, Finding
 from harness.results.glossary import NOTATION, glossary_terms, header_links
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
@@ -100,12 +101,14 @@ def _env():
 
 def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
                tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
-               notes: dict[str, Any], history_dir: Path | None = None) -> list[Path]:
+               notes: dict[str, Any], found: list[Finding], reproducers: dict[str, str],
+               history_dir: Path | None = None) -> list[Path]:
     """The site into `out` (a fresh folder: the report empties it, so nothing of an older report lingers; the
-    plots are drawn there first): index.html, glossary.html,
-    details.html, frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir` has
+    plots are drawn there first): index.html, glossary.html, details.html, findings.html,
+    frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir` has
     runs: harness/results/history.py), assets/, the plots and the downloads. `raw_dir`: the folder the rows and
-    evidence were read from. Returns the pages."""
+    evidence were read from; `found`: the findings (harness/results/findings.py), `reproducers`: file name -> ""
+    for each reproducer written in out/repro/, else why none was. Returns the pages."""
     from harness.results.history import load_history, write_history
 
     env = _env()
@@ -127,6 +130,10 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     def table(d, root: str) -> str:
         return header_links(html_table(d, root), root)
 
+    listed = finding_rows(df, found, reproducers)
+    env.globals["findings_count"] = (len(listed), sum(f["issue_url"] != "" for f in listed))
+    env.globals["no_issue"] = NO_ISSUE
+
     index = out / "index.html"
     index.write_text(env.get_template("index.html.j2").render(
         **common, root="", cards=cards, claims=claims, best_rule=best_rule(), legend=legend(),
@@ -137,6 +144,8 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     plots_page.write_text(env.get_template("plots.html.j2").render(**common, root="", plots=[p.name for p in plots]))
     written.append(plots_page)
     written += _details(env, out, common, tables, table)
+    own = out / "details-orphans.html"  # the orphan matrix's table: where a finding's trials off its button page are
+    env.globals["orphans_href"] = own.name if own.exists() else "details.html#orphans"
     glossary = out / "glossary.html"
     glossary.write_text(env.get_template("glossary.html.j2").render(
         **common, root="", terms=glossary_terms(), notation=NOTATION, rules=notes.get("rules", "")))
@@ -146,6 +155,7 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     (out / "buttons").mkdir()
     base = base_rows(df)
     claim_flags = _claim_flags(claims)
+    found_flags = finding_flags(found)
     for card in cards:
         fw = card["framework"]
         folder = folders.get(fw)
@@ -154,11 +164,14 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
         page.write_text(env.get_template("framework.html.j2").render(
             **common, root="../", card=card, readme=readme, docs=folder.docs if folder else "",
             texts={f"{b['adapter']}|{b['mode']}": texts.get((b["adapter"], b["mode"]), "") for b in card["buttons"]},
-            claims=[c for c in claims if c["framework"] == fw]))
+            claims=[c for c in claims if c["framework"] == fw], findings=[f for f in listed if f["framework"] == fw]))
         written.append(page)
         for b in card["buttons"]:
             written.append(_button_page(env, df, base, raw_dir, out, common, fw, b,
-                                        texts.get((b["adapter"], b["mode"]), ""), claim_flags))
+                                        texts.get((b["adapter"], b["mode"]), ""), claim_flags, found_flags))
+    findings_page = out / "findings.html"
+    findings_page.write_text(env.get_template("findings.html.j2").render(**common, root="", findings=listed))
+    written.append(findings_page)
     if history_dir is not None:
         written += write_history(history_dir, out, env, common)
     return written
@@ -210,10 +223,54 @@ def claim_links(claim: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framework: str, b: dict[str, Any],
-                 text: str, claim_flags: dict[str, tuple[list[str], list[str]]]) -> Path:
-    rows = df[(df["adapter"] == b["adapter"]) & (df["mode"] == b["mode"])].sort_values(
+def finding_key(kind: str) -> str:
+    """The key a button page's filter lists a finding's trials by (`#cell=finding-leak`)."""
+    return f"finding-{slug(kind)}"
+
+
+def finding_flags(found: list[Finding]) -> dict[str, list[str]]:
+    """trial_id -> the keys of the findings it shows (a button page's filter lists them)."""
+    flags: dict[str, list[str]] = {}
+    for f in found:
+        for tid in f.trial_ids:
+            flags.setdefault(tid, []).append(finding_key(f.kind))
+    return flags
+
+
+def finding_rows(df, found: list[Finding], reproducers: dict[str, str]) -> list[dict[str, Any]]:
+    """What the findings page and the framework pages show of each finding, links relative to the site's root:
+    its button page filtered to its trials (those of the main matrix: its page lists no others), its
+    representative trial's timeline there, its upstream issue and its reproducer."""
+    out = []
+    places: dict[tuple[str, str], dict[str, int]] = {}
+    for f in found:
+        if (f.adapter, f.mode) not in places:
+            order = _button_rows(df, f.adapter, f.mode)["trial_id"]
+            places[(f.adapter, f.mode)] = {tid: i for i, tid in enumerate(order, 1)}
+        place = places[(f.adapter, f.mode)]
+        page = f"buttons/{slug(f.adapter, f.mode)}.html"
+        why = reproducers.get(f.reproducer_file, "no reproducer written: `stopbench report` writes them")
+        on_page = sum(tid in place for tid in f.trial_ids)
+        out.append({"framework": f.framework, "adapter": f.adapter, "mode": f.mode, "kind": f.kind,
+                    "trials": f.trials, "of": f.of, "on_page": on_page, "cell": f.cell, "claims": f.claims,
+                    "href": f"{page}#cell={finding_key(f.kind)}" if on_page else page, "trial_id": f.trial_id,
+                    "timeline": f"{page}#trial={place[f.trial_id]}" if f.trial_id in place else "",
+                    "issue": f.issue, "issue_url": f.issue_url, "issue_title": f.issue_title,
+                    "issue_state": f.issue_state, "reproducer": "" if why else f"repro/{f.reproducer_file}",
+                    "no_reproducer": why})
+    return out
+
+
+def _button_rows(df, adapter: str, mode: str):
+    """A button's trials in its page's order (a trial's number there: its place in this order, from 1)."""
+    return df[(df["adapter"] == adapter) & (df["mode"] == mode)].sort_values(
         ["mitigation", *CONDITION, "rep", "trial_id"])
+
+
+def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framework: str, b: dict[str, Any],
+                 text: str, claim_flags: dict[str, tuple[list[str], list[str]]],
+                 found_flags: dict[str, list[str]]) -> Path:
+    rows = _button_rows(df, b["adapter"], b["mode"])
     mine = base[(base["adapter"] == b["adapter"]) & (base["mode"] == b["mode"])]
     flags = trial_flags(mine)
     over = {tid: [k for k, (o, _) in flags.items() if o[i]] for i, tid in zip(mine.index, mine["trial_id"],
@@ -231,7 +288,7 @@ def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framewor
                        "rep": r["rep"], "status": r["status"],
                        "reason": r["reason"] if isinstance(r["reason"], str) else "",
                        "n": " ".join([*over.get(tid, []), *claimed[0]]),
-                       "k": " ".join([*counted.get(tid, []), *claimed[1]]),
+                       "k": " ".join([*counted.get(tid, []), *claimed[1], *found_flags.get(tid, [])]),
                        "cells": [schema.field(f).text(r.get(f)) for f in TRIAL_FIELDS]})
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
     raw_file = raw_dir / "raw" / f"{safe}.jsonl"

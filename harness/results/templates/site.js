@@ -50,9 +50,10 @@ function applyFilters() {
   if (!cell && params.get("over")) cell = "over:" + params.get("over");
   const select = form.elements.cell;
   if (cell && !Array.from(select.options).some((o) => o.value === cell)) {
-    const option = document.createElement("option");  // a claim's trials: named by the claim's id
+    const option = document.createElement("option");  // a claim's or a finding's trials: named by its key
     option.value = cell;
-    option.textContent = cell.replace(/^over:/, "all judged: ").replace(/^claim-/, "claim ");
+    option.textContent = cell.startsWith("finding-") ? "finding: " + cell.slice(8).replace(/_/g, " ")
+      : cell.replace(/^over:/, "all judged: ").replace(/^claim-/, "claim ");
     select.appendChild(option);
   }
   select.value = cell;
