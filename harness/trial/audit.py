@@ -54,16 +54,16 @@ def egress_attempts() -> list[str]:
     return list(_egress)
 
 
-def _socket_fds() -> list[dict[str, Any]]:
-    """Open sockets by file descriptor (reading /proc/self/fd is ~10x cheaper than psutil's tables)."""
-    out = []
+def socket_fds(pid: int | str = "self") -> list[dict[str, Any]]:
+    """A process's open sockets by file descriptor (reading /proc/PID/fd is ~10x cheaper than psutil's tables)."""
+    out: list[dict[str, Any]] = []
     try:
-        fds = os.listdir("/proc/self/fd")
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
         return out
     for fd in fds:
         try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except OSError:
             continue
         if target.startswith("socket:"):
@@ -113,7 +113,7 @@ def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:
                               "cmdline": " ".join(c.cmdline()[:4])[:200], "rss": c.memory_info().rss})
         except psutil.Error:
             continue
-    sockets = _socket_fds()
+    sockets = socket_fds()
     return {
         "threads": threads,
         "tasks": [t.get_name() + ":" + getattr(t.get_coro(), "__qualname__", "?") for t in tasks],

@@ -11,11 +11,11 @@ loopback, from its audit) join the subject's, also after close.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from harness.contract.adapter import HostHoldings
 from harness.trial.activity import HELD, HELD_TASKS, HELD_THREADS, Work, held_work
+from harness.trial.audit import socket_fds
 
 #: the kernel's socket tables of the network namespace: a socket whose inode is listed is a network socket
 SOCKET_TABLES = ("tcp", "tcp6", "udp", "udp6")
@@ -31,19 +31,7 @@ def network_sockets(pid: int) -> list[dict[str, Any]]:
                 inodes |= {line.split()[9] for line in f.read().splitlines()[1:] if len(line.split()) > 9}
         except OSError:
             continue
-    out = []
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return out
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:[") and target[8:-1] in inodes:
-            out.append({"pid": pid, "fd": int(fd), "inode": target[8:-1]})
-    return out
+    return [{"pid": pid, **s} for s in socket_fds(pid) if s["inode"] in inodes]
 
 
 def merged(left: dict[str, Any], holdings: HostHoldings | None) -> dict[str, Any]:
