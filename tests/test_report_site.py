@@ -314,3 +314,26 @@ def test_report_renders_in_a_headless_browser(site, tmp_path):
     assert "logical key" in timeline and "args {" in timeline  # what the effect was
     after_resume = timeline.split("resume_started")[1]
     assert "DUPLICATE: the same effect as email_1" in after_resume  # the resume sent the very same email
+
+
+def test_a_table_too_large_for_one_page_gets_a_page_per_adapter_and_the_readme_links_it(results, tmp_path):
+    """A published table grows with every framework: past the page cap it is split by adapter (each page under
+    the cap), and past the README's cap the Markdown links the site's details page instead of printing it."""
+    out = tmp_path / "report"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
+        patch.setattr("harness.results.site.MAX_PAGE_BYTES", 2_000)
+        patch.setattr("harness.results.report.README_TABLE_CHARS", 500)
+        write_report(results, out)
+    site = out / "site"
+    per_adapter = sorted(p.name for p in site.glob("details-event-*.html"))
+    assert per_adapter == ["details-event-known-cancels-email-in-flight.html",
+                           "details-event-known-ignores-stop.html",
+                           "details-event-known-resume-repeats.html"]
+    assert not (site / "details-event.html").exists()
+    details = (site / "details.html").read_text()
+    assert all(f'href="{name}"' in details for name in per_adapter)
+    readme = (out / "README.md").read_text()
+    event = readme[readme.index("## Event-anchored trials"):]
+    event = event[:event.index("\n## ", 1)]
+    assert "[the site's details page](site/details.html)" in event and "| adapter" not in event

@@ -367,6 +367,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     return [readme, summary_csv, capability_csv, summary_json, rows_csv, *plots, *pages, *written]
 
 
+#: a README table longer than this (in characters) is linked to its page on the site instead of printed
+README_TABLE_CHARS = 60_000
+
+
 def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str,
               found) -> str:
     import pandas as pd
@@ -391,8 +395,13 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
                              "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
           *_findings_md(found, findings_page),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
-    for title, _, table in sections:
-        md += [f"## {title}\n", _md(table)]
+    details = site.rpartition("/")[0] + "/details.html" if "/" in site else "details.html"
+    for title, anchor, table in sections:
+        text = _md(table)
+        if len(text) > README_TABLE_CHARS:  # a long table is the site's: a README that GitHub still renders
+            text = (f"{len(table)} rows: on [the site's details page]({details}) and every trial's "
+                    "numbers in site/rows.csv.\n")
+        md += [f"## {title}\n", text]
         if title.startswith("Capability"):
             md.append("```\n" + capability_rules + "```\n")
     md.append(_corrupt_md(bad))

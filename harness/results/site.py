@@ -41,6 +41,8 @@ TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_s
                 "resume_duplicate_effects")
 #: a details table whose page would be larger than this gets a page of its own
 OWN_PAGE_BYTES = 200_000
+#: no page may be larger than this: a table larger still gets a page per adapter
+MAX_PAGE_BYTES = 900_000
 
 
 def mode_texts(root: Path = ROOT) -> dict[tuple[str, str], str]:
@@ -180,14 +182,21 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
 def _details(env, out: Path, common: dict, tables, table) -> list[Path]:
     """details.html with every table, but one that is large on a page of its own (details-<anchor>.html)."""
     shown, own, written = [], [], []
+
+    def own_page(name: str, title: str, anchor: str, html: str, n: int) -> None:
+        page = out / f"details-{name}.html"
+        page.write_text(env.get_template("details.html.j2").render(
+            **common, root="", rules="", tables=[(title, anchor, html)], own=[]))
+        written.append(page)
+        own.append((title, page.name, n))
+
     for title, anchor, d in tables:
         html = table(d, "")
-        if len(html) > OWN_PAGE_BYTES:
-            page = out / f"details-{anchor}.html"
-            page.write_text(env.get_template("details.html.j2").render(
-                **common, root="", rules="", tables=[(title, anchor, html)], own=[]))
-            written.append(page)
-            own.append((title, page.name, len(d)))
+        if len(html) > MAX_PAGE_BYTES and "adapter" in d.columns:  # a page per adapter, each well under the cap
+            for adapter, part in d.groupby("adapter", sort=True):
+                own_page(f"{anchor}-{slug(str(adapter))}", f"{title}: {adapter}", anchor, table(part, ""), len(part))
+        elif len(html) > OWN_PAGE_BYTES:
+            own_page(anchor, title, anchor, html, len(d))
         else:
             shown.append((title, anchor, html))
     details = out / "details.html"
