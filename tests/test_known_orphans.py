@@ -75,3 +75,20 @@ def test_a_stop_that_hung_still_counts_the_processes_it_left():
             line["after close: orphan RSS MB"]) == ("3 (2 hung)", "2/3", "1 (0..1)", "23.7 (0..23.7)")
     assert (line["after crash: trials"], line["after crash: left processes"], line["after crash: crash orphans"]) \
         == ("3 (2 hung)", "1/1", "1")
+
+
+def test_a_claim_about_exit_reads_the_trials_whose_app_closed_not_a_host_crash(tmp_path):
+    """A server deaf to stdin EOF outlives a crashed host for every framework; whether an MCP client "shuts down
+    cleanly on exit" is read where the app closed: 0 of the 2 closed trials left a process, while the crash did."""
+    from harness.results.claims import judge
+    from harness.results.report import load
+
+    run(KA + "EndsDirectChildOnly", tmp_path, offsets=["at:1500ms"], tool_styles=["mcp"],
+        mcp_launches=["direct", "deaf"], hosts=["close", "crash"], jobs=2)
+    rows, _ = load(tmp_path)
+    claim = {"framework": "*", "claim": "the MCP client leaves its server on exit"}
+    verdict, evidence = judge({**claim, "rule": "orphans_after_close"}, rows)
+    assert verdict == "refuted" and evidence.startswith("0/2 trials left processes")
+    assert "after a host crash" not in evidence
+    verdict, evidence = judge({**claim, "rule": "orphans_seen"}, rows)
+    assert verdict == "confirmed" and evidence.startswith("1/4 trials left processes")

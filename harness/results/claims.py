@@ -77,7 +77,7 @@ def _judge(claim: dict[str, Any], df):
     fn = RULES.get(rule)
     if fn is None:
         return "unknown rule", rule, rows.iloc[:0], rows.iloc[:0]
-    if rule in ("orphans_seen", "saga_closes_leak"):
+    if rule in ("orphans_seen", "orphans_after_close", "saga_closes_leak"):
         return fn(claim, rows)
     rows = rows[in_main_matrix(rows) & is_measured(rows)]
     base = rows[rows["mitigation"] == "none"]
@@ -175,6 +175,15 @@ def orphans_need_reaping(claim: dict[str, Any], rows):
     return verdict, evidence, main, main[numbers(main, "orphans") > 0]
 
 
+def orphans_after_close(claim: dict[str, Any], rows):
+    """Over the trials whose app closed: the main matrix after close(), and the MCP launch variants after
+    close(); a host crash is left out (a server deaf to its stdin outlives any crashed host, whatever the
+    framework). Confirmed when any such trial left a process the harness had to reap, refuted when none did."""
+    verdict, evidence = orphans_seen(rows, hosts=("close",))
+    main = rows[in_main_matrix(rows) & (rows["mitigation"] == "none") & is_measured(rows)]
+    return verdict, evidence, main, main[numbers(main, "orphans") > 0]
+
+
 def saga_closes_leak(claim: dict[str, Any], rows):
     """The cells (button x scenario x offset x tool style) that leaked an effect with mitigation none, measured
     again with the harness's saga: a cell's leak is closed when none of its saga trials leaked an effect or went
@@ -207,3 +216,4 @@ def saga_closes_leak(claim: dict[str, Any], rows):
 RULES = {fn.__name__: fn for fn in (keeps_running, stops_cleanly, keeps_working, resumes_cleanly,
                                     no_abort_and_no_resume, saga_closes_leak)}
 RULES["orphans_seen"] = orphans_need_reaping
+RULES["orphans_after_close"] = orphans_after_close

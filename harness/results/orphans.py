@@ -77,10 +77,11 @@ def orphan_table(df):
     return pd.DataFrame(out)
 
 
-def orphans_seen(df) -> tuple[str, str]:
+def orphans_seen(df, hosts: tuple[str, ...] = ("close", "crash")) -> tuple[str, str]:
     """The claim "orphan processes need a reaper", over every condition: the main matrix after close(), and
-    the orphan matrix's launch variants after close() and after a host crash. Confirmed when any trial left
-    a process the harness had to reap; the evidence names which condition, for which adapter and mode."""
+    the orphan matrix's launch variants after close() and (with "crash" in `hosts`) after a host crash.
+    Confirmed when any trial left a process the harness had to reap; the evidence names which condition, for
+    which adapter and mode."""
     main = df[in_main_matrix(df) & (df["mitigation"] == "none") & is_measured(df)]
     parts = []
     total = orphaned = 0
@@ -93,7 +94,7 @@ def orphans_seen(df) -> tuple[str, str]:
     wild = orphan_rows(df)
     wild = wild[~in_main_matrix(wild)]
     for host, field, label in (("close", "orphans", "after close()"), ("crash", "crash_orphans", "after a host crash")):
-        h = wild[wild["host"] == host]
+        h = wild[wild["host"] == host] if host in hosts else wild.iloc[0:0]
         if h.empty:
             continue
         hit = h[h[field].fillna(0) > 0]

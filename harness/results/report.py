@@ -396,7 +396,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
           *_findings_md(found, findings_page),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
     details = site.rpartition("/")[0] + "/details.html" if "/" in site else "details.html"
-    for title, anchor, table in sections:
+    for title, _, table in sections:
         text = _md(table)
         if len(text) > README_TABLE_CHARS:  # a long table is the site's: a README that GitHub still renders
             text = (f"{len(table)} rows: on [the site's details page]({details}) and every trial's "
