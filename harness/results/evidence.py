@@ -77,9 +77,9 @@ def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[st
         os.fsync(f.fileno())
 
 
-def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record, in order; a member cut short (a killed writer) ends the reading quietly."""
-    data = path.read_bytes()
+def _member_lines(data: bytes) -> Iterator[str]:
+    """The lines of every complete gzip member, in order; a member cut short (a killed writer) ends the reading
+    quietly."""
     while data:
         member = zlib.decompressobj(wbits=31)  # one gzip member
         try:
@@ -89,34 +89,30 @@ def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
         if not member.eof:
             return
         data = member.unused_data
-        for line in text.decode().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                record["events"] = unpack(record["events"])
-                yield record
+        yield from (line for line in text.decode().splitlines() if line.strip())
+
+
+def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
+    """Every complete record, in order."""
+    for line in _member_lines(path.read_bytes()):
+        record = json.loads(line)
+        record["events"] = unpack(record["events"])
+        yield record
 
 
 def read_runs(path: Path, run_ids: set[str]) -> dict[str, dict[str, Any]]:
     """run_id -> record, of the records of these runs, in one pass over the file: the others are neither parsed
     nor unpacked (a whole adapter's evidence is read in seconds, a handful of its records in a fraction)."""
     found: dict[str, dict[str, Any]] = {}
-    data = path.read_bytes() if path.exists() else b""
-    while data and len(found) < len(run_ids):
-        member = zlib.decompressobj(wbits=31)
-        try:
-            text = member.decompress(data)
-        except zlib.error:
+    for line in _member_lines(path.read_bytes() if path.exists() else b""):
+        if len(found) == len(run_ids):
             break
-        if not member.eof:
-            break
-        data = member.unused_data
-        for line in text.decode().splitlines():
-            if not any(run_id in line for run_id in run_ids):
-                continue
-            record = json.loads(line)
-            if record["run_id"] in run_ids:
-                record["events"] = unpack(record["events"])
-                found[record["run_id"]] = record
+        if not any(run_id in line for run_id in run_ids):
+            continue
+        record = json.loads(line)
+        if record["run_id"] in run_ids:
+            record["events"] = unpack(record["events"])
+            found[record["run_id"]] = record
     return found
 
 
