@@ -45,6 +45,8 @@ SHARD = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_
 SELECT = list(SHARD)
 # event | time: only the trials at that kind of offset (a second run to check with `compare --anchors event`)
 SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOPBENCH_ANCHORS") else []
+# all | agree: which repetitions run (harness/results/repetitions.py)
+SELECT += ["--reps-rule", os.environ["STOPBENCH_REPS_RULE"]] if os.environ.get("STOPBENCH_REPS_RULE") else []
 
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
@@ -52,9 +54,19 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed)."""
     spec = f".[{','.join(extras)}]" if extras else "."
     session.install("-e", spec, *FRAMEWORKS[name].install_args())
+    compile_bytecode(session)
     protocol = FRAMEWORKS[name].protocol
     if protocol is not None and protocol.npm:
         session.run("npm", "ci", "--prefix", str(protocol.folder), external=True)
+
+
+def compile_bytecode(session: nox.Session) -> None:
+    """Every module of the environment, the harness and the adapters compiled to bytecode now, once, as pip does
+    at install (uv does not, and with PYTHONDONTWRITEBYTECODE set nothing is cached): otherwise every subject, MCP
+    server and world process compiles what it imports again, up to ~0.5 s of CPU a trial that no user pays.
+    Files that do not compile (templates, other Python versions' code) are left as they are."""
+    session.run("python", "-c", "import compileall, site; [compileall.compile_dir(d, quiet=2, workers=0) for d in "
+                "[*site.getsitepackages(), 'harness', 'adapters', 'stopbench']]", silent=True)
 
 
 @nox.session

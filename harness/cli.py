@@ -13,6 +13,7 @@ from pathlib import Path
 
 import harness
 from harness.contract.registry import AdapterError
+from harness.results.repetitions import DEFAULT_REPS_RULE, REPS_RULES
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
 from harness.tools.mcp_launch import LAUNCHES
 from harness.tools.mitigation import MitigationError
@@ -56,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
         observe_ms=args.observe_ms, anchors=args.anchors, mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"],
+        hosts=args.host or ["close"], reps_rule=args.reps_rule,
     )
     import signal
 
@@ -156,6 +157,11 @@ def cmd_agree(args: argparse.Namespace) -> int:
     folder = Path(args.dir)
     if not (folder / "raw").is_dir():
         raise UsageError(f"{folder}: no raw/ folder of result rows")
+    if args.reps_rule:
+        from harness.results.reps_rule_effect import report as rule_report
+
+        print(rule_report(folder))
+        return 0
     print(report(folder, args.anchors))
     return 0
 
@@ -316,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
     r.add_argument("--reps", type=int, default=1)
+    r.add_argument("--reps-rule", choices=list(REPS_RULES), default=DEFAULT_REPS_RULE,
+                   help="which repetitions run: " + "; ".join(f"{k}: {v}" for k, v in REPS_RULES.items())
+                   + " (harness/results/repetitions.py)")
     r.add_argument("--jobs", default="1", help="trials at work side by side: a number, or auto (as many as the CPU "
                    "and the stops' precision allow); trials that only observe after a stop run beside these "
                    "(see harness/trial/concurrency.py)")
@@ -371,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     ag.add_argument("dir", nargs="?", default="results")
     ag.add_argument("--anchors", choices=ANCHOR_KINDS, default="event",
                     help="the trials to read (default: event, where the world fixes everything but the framework)")
+    ag.add_argument("--reps-rule", choices=["agree"], help="instead: what running only the repetitions this rule "
+                    "asks for would have changed (trials saved; verdicts and claims that would read differently)")
     ag.set_defaults(func=cmd_agree)
 
     mg = sub.add_parser("merge", help="merge the raw rows of result folders (e.g. shards of one run) into OUT")

@@ -17,7 +17,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext
+from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext, warm
 from harness.tools.catalogue import TOOL_KIND
 
 
@@ -32,6 +32,7 @@ class AgentFrameworkAdapter(KitAdapter):
 
         client = OpenAIChatClient(model="m", base_url="http://127.0.0.1:9/v1", api_key="x")
         client.client.responses  # noqa: B018 (a lazy import)
+        warm("jsonschema")
         Agent(client=client, tools=[tool(_warm_tool)]).create_session()
 
     async def start(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.contract.kit import API_KEY, NEXT_INPUT, Flag, KitAdapter, OwnedContext, in_own_thread
+from harness.contract.kit import API_KEY, NEXT_INPUT, Flag, KitAdapter, OwnedContext, in_own_thread, warm
 from harness.tools.catalogue import TOOL_KIND
 
 SYNC = ("sync_cancel", "sync_abandon")
@@ -34,6 +34,7 @@ class AgnoAdapter(KitAdapter):
         import agno.models.openai  # noqa: F401
         import agno.team  # noqa: F401
         import agno.tools.mcp  # noqa: F401
+        warm("fastmcp.client", "openai.resources.chat.chat", "httpcore2", "jsonschema")
 
     async def start(self) -> None:
         self.run_id: str | None = None

@@ -18,7 +18,7 @@ import inspect
 import json
 from typing import Any
 
-from harness.contract.kit import KitAdapter
+from harness.contract.kit import KitAdapter, warm
 
 MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
               "structured_output": False, "multiple_system_messages": True}
@@ -35,6 +35,7 @@ class AutogenAdapter(KitAdapter):
         import autogen_agentchat.teams  # noqa: F401
         import autogen_ext.models.openai  # noqa: F401
         import autogen_ext.tools.mcp  # noqa: F401
+        warm("openai.resources.chat.chat", "httpcore2", "autogen_agentchat.agents", "jsonschema")
 
     async def start(self) -> None:
         from autogen_core import CancellationToken

@@ -17,7 +17,7 @@ from crewai.types.streaming import CrewStreamingOutput
 from pydantic import BaseModel, Field, create_model
 
 from harness.contract.adapter import NoResume, package_versions
-from harness.contract.kit import Flag, KitAdapter, in_own_thread
+from harness.contract.kit import Flag, KitAdapter, in_own_thread, warm
 from harness.frameworks import release_key
 from harness.tools.catalogue import TOOL_SPECS
 
@@ -98,6 +98,7 @@ class CrewAIAdapter(KitAdapter):
 
         if CheckpointConfig is not None:
             import crewai.state.checkpoint_listener  # noqa: F401
+        warm("jsonschema")
 
     async def start(self) -> None:
         ctx = self.ctx

@@ -20,7 +20,8 @@ SYNC = ("sync_close", "sync_abandon")
 WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runners",
         "google.adk.flows.llm_flows.auto_flow", "google.adk.workflow._node_runner_utils",
         "google.adk.workflow._llm_agent_wrapper", "google.adk.sessions.database_session_service",
-        "google.adk.tools.mcp_tool", "openai.resources.chat", "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite")
+        "google.adk.tools.mcp_tool", "openai.resources.chat", "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite",
+        "jsonschema")
 
 
 class GoogleAdkAdapter(KitAdapter):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.contract.kit import KitAdapter, in_own_thread
+from harness.contract.kit import KitAdapter, in_own_thread, warm
 
 MODEL_NODE, TOOL_NODE = "agent", "tools"
 STREAM_MODE = ["messages", "updates"]  # tokens for the UI, node updates for progress
@@ -34,6 +34,7 @@ class LangGraphAdapter(KitAdapter):
         import langgraph.checkpoint.sqlite.aio  # noqa: F401
         import langgraph.graph  # noqa: F401
         import langgraph.prebuilt  # noqa: F401
+        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
 
     # --- the graph, built the documented way ----------------------------------------------------------
 

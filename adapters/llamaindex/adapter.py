@@ -23,7 +23,7 @@ import asyncio
 import json
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter
+from harness.contract.kit import NEXT_INPUT, KitAdapter, warm
 
 
 class LlamaIndexAdapter(KitAdapter):
@@ -37,6 +37,7 @@ class LlamaIndexAdapter(KitAdapter):
         import llama_index.tools.mcp  # noqa: F401
         import openai.resources  # noqa: F401 (imported by the openai client on its first request)
         import workflows.plugins.basic  # noqa: F401 (the default runtime, imported by the first run)
+        warm("httpcore2", "jsonschema")
         import workflows.representation.validate  # noqa: F401
         import workflows.runtime.control_loop.runner  # noqa: F401
         from llama_index.core.utils import get_tokenizer

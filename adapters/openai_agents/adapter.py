@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext
+from harness.contract.kit import NEXT_INPUT, KitAdapter, OwnedContext, warm
 from harness.tools.catalogue import TOOL_KIND
 
 STREAMED = ("break", "cancel_immediate", "cancel_after_turn")
@@ -26,6 +26,7 @@ class OpenAIAgentsAdapter(KitAdapter):
         import agents.mcp  # noqa: F401 (and `agents`)
         with contextlib.suppress(Exception):  # only a warm-up: changed openai internals must not stop a run
             _warm_openai_models()
+        warm("agents.memory.sqlite_session", "jsonschema")
 
     async def start(self) -> None:
         from agents import SQLiteSession, set_tracing_disabled

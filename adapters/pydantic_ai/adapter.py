@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread
+from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread, warm
 
 ITER = ("cancel", "break", "stream_cancel")  # async with agent.iter(...) as run: async for node in run
 EVENTS = ("events_cancel", "break_events")  # async with agent.run_stream_events(...) as events
@@ -31,6 +31,7 @@ class PydanticAIAdapter(KitAdapter):
 
         with contextlib.suppress(Exception):  # only a warm-up: a changed internal must not stop a run
             _warm_up()
+        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
 
     async def start(self) -> None:
         self.response_cancelled = asyncio.Event()  # stream_cancel: the response streaming at the press was cancelled

@@ -20,7 +20,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from harness.contract.adapter import McpServer
-from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread
+from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread, warm
 from harness.stop_button import NOT_SENT, StopPressed
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
@@ -28,6 +28,12 @@ from .checkpoint import Checkpoint
 
 
 class ReferenceAdapter(KitAdapter):
+    @classmethod
+    def prepare(cls) -> None:
+        """Import in the parent what a subject would import on first use, as a warm app has: the mcp SDK's client
+        (~0.5 s of CPU in every MCP trial after the fork) and what the openai client loads on its first request."""
+        warm("mcp.client.stdio", "openai.resources.chat.chat", "httpcore2", "jsonschema")
+
     async def start(self) -> None:
         self.client = self.model_client(AsyncOpenAI)
         self.on_close(self.client.close)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, until_done
+from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, until_done, warm
 
 STREAMED = ("stream_interrupt", "stream_break")  # the handler reads agent.run(..., stream=True)
 
@@ -23,6 +23,7 @@ class SmolagentsAdapter(KitAdapter):
     def prepare(cls) -> None:
         import smolagents  # noqa: F401
         import smolagents.mcp_client  # noqa: F401 (mcpadapt, mcp)
+        warm("openai", "openai.resources.chat.chat", "httpcore2", "jsonschema")
 
     async def start(self) -> None:
         from rich.console import Console

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread
+from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, warm
 from harness.tools.catalogue import TOOL_KIND
 
 SYNC = ("sync_cancel", "sync_abandon")
@@ -39,6 +39,7 @@ class StrandsAdapter(KitAdapter):
         import strands.models.openai  # noqa: F401
         import strands.session  # noqa: F401
         import strands.tools.mcp  # noqa: F401
+        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
 
     async def start(self) -> None:
         self.mcp_client: Any = self._mcp_client() if self.ctx.tool_style == "mcp" else None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import inspect
 import threading
 from collections.abc import Callable
@@ -35,6 +36,15 @@ T = TypeVar("T")
 NEXT_INPUT = "Continue where you stopped."
 #: the key every model client sends: the world takes any
 API_KEY = "x"
+
+
+def warm(*modules: str) -> None:
+    """Import what a framework loads lazily on its first use, in `prepare()`: forked subjects then start warm, as
+    an app that has served a request is. A module the installed release does not have is skipped. (Not a module
+    that starts threads when imported: the parent forks, and its subjects must not inherit threads.)"""
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
 
 
 def in_own_thread(fn: Callable[..., Any], *args: Any, name: str = "stopbench-caller") -> asyncio.Future:

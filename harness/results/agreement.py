@@ -35,6 +35,11 @@ def _cell(row: dict[str, Any]) -> str:
         " host:crash" if host != "close" else "") + f" #{row.get('scenario_hash')}"
 
 
+def disagreeing_fields(rows: list[dict[str, Any]]) -> list[str]:
+    """The FIELDS on which these repetitions of one cell differ."""
+    return [f for f in FIELDS if len({json.dumps(r.get(f)) for r in rows}) > 1]
+
+
 def agreement(rows: list[dict[str, Any]], anchors: str = "event") -> list[dict[str, Any]]:
     """Per adapter: cells with 2+ repetitions, those whose repetitions agree on every FIELD, and per field
     the cells that disagree on it (skipped trials left out)."""
@@ -49,7 +54,7 @@ def agreement(rows: list[dict[str, Any]], anchors: str = "event") -> list[dict[s
         where: Counter[str] = Counter()
         agree = 0
         for cell, rs in repeated.items():
-            differ = [f for f in FIELDS if len({json.dumps(r.get(f)) for r in rs}) > 1]
+            differ = disagreeing_fields(rs)
             split.update(differ)
             agree += not differ
             if differ:

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TextIO
@@ -25,6 +25,7 @@ from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
 from harness.results.evidence import append_evidence, evidence_file
+from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
@@ -59,6 +60,7 @@ class RunOptions:
     shard: Shard | None = None  # run only this shard of the matrix
     anchors: str = "all"  # all | event | time: only the trials whose offset is of that kind (ANCHOR_KINDS)
     world_url: str | None = None  # a world already running (a test session's); None: start one for the run
+    reps_rule: str = DEFAULT_REPS_RULE  # harness/results/repetitions.py REPS_RULES
 
     def __post_init__(self) -> None:
         """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
@@ -74,6 +76,8 @@ class RunOptions:
         for host in self.hosts:
             if host not in HOSTS:
                 raise AdapterError(f"host: {host!r} is none of {', '.join(HOSTS)}")
+        if self.reps_rule not in REPS_RULES:
+            raise AdapterError(f"reps rule: {self.reps_rule!r} is none of {', '.join(REPS_RULES)}")
 
 
 def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
@@ -105,7 +109,8 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
                                    mcp_launch=launch, host=host))
-    return opts.shard.take(specs) if opts.shard else specs
+    # a cell's repetitions share a shard: the rule for later repetitions reads the first ones
+    return opts.shard.take(specs, cell=lambda s: s.cell) if opts.shard else specs
 
 
 def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
@@ -149,8 +154,17 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
             client = WorldClient(world.url)
             try:
                 warm_up(world.url)
-                _loop(list(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client, workroot,
+                later = [s for s in todo if s.rep >= FIRST] if opts.reps_rule == "agree" else []
+                first = [s for s in todo if s.rep < FIRST] if later else list(todo)
+                _loop(first, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client, workroot,
                       out_file, versions, env, log, started)
+                if later:
+                    known = {r["trial_id"]: r for r in [*(r for r in rows_there if r["trial_id"] in done), *rows]}
+                    keep = [s for s in later if _needs_run(s, scenarios[s.scenario], known)]
+                    print(f"stopbench: reps rule agree: {len(later) - len(keep)} of {len(later)} later "
+                          f"repetition(s) not run (their cells' first {FIRST} agree)", file=log, flush=True)
+                    _loop(keep, len(first) + len(keep), running, rows, concurrency, opts, scenarios, adapter_cls,
+                          client, workroot, out_file, versions, env, log, started)
             except BaseException as e:
                 # any way out (Ctrl-C, SIGTERM, an error of ours): end the running trials while the world still
                 # answers, so their ledgers are read and every process of theirs is found and ended
@@ -186,12 +200,12 @@ def _world(opts: RunOptions):
         yield world
 
 
-def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]], rows: list[dict[str, Any]],
-          concurrency: Concurrency, opts: RunOptions, scenarios: dict[str, Scenario], adapter_cls: type[Adapter],
-          client: WorldClient, workroot: Path, out_file: Path, versions: dict[str, str], env: dict[str, Any],
-          log: TextIO, started: float) -> None:
-    """Start trials while there is room, finish each as it ends, append its row at once."""
-    total = len(queue)
+def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, RunningTrial]],
+          rows: list[dict[str, Any]], concurrency: Concurrency, opts: RunOptions, scenarios: dict[str, Scenario],
+          adapter_cls: type[Adapter], client: WorldClient, workroot: Path, out_file: Path, versions: dict[str, str],
+          env: dict[str, Any], log: TextIO, started: float) -> None:
+    """Start trials while there is room, finish each as it ends, append its row at once (`total`: the trials of
+    the run, for the progress lines)."""
     while queue or running:
         while queue:
             index = concurrency.pick([not s.offset.is_event for s in queue], [t.slot for _, t in running])
@@ -214,6 +228,12 @@ def _loop(queue: list[TrialSpec], running: list[tuple[TrialSpec, RunningTrial]],
             _progress(log, len(rows), total, row, started)
         if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
             select.select([t.read_fd for _, t in running], [], [], 0.02)
+
+
+def _needs_run(spec: TrialSpec, scenario: Scenario, rows: dict[str, dict[str, Any]]) -> bool:
+    """Under the `agree` rule: does this repetition run, given the rows so far by trial id."""
+    earlier = [rows.get(replace(spec, rep=r).trial_id(scenario.digest)) for r in range(FIRST)]
+    return needs_run(spec.rep, spec.offset.is_event, has_parallel_calls(scenario), earlier)
 
 
 def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measured: dict[str, Any],

@@ -6,7 +6,8 @@ A forked subject inherits these objects; a spawned one gets them as JSON (`Subje
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Hashable
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,14 @@ class Shard:
             raise ShardError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
         return cls(int(k), int(n))
 
-    def take(self, items: list) -> list:
-        return items[self.index - 1::self.count]
+    def take(self, items: list, cell: Callable[[Any], Hashable] | None = None) -> list:
+        """Every N-th item from the K-th on; with `cell`, every N-th cell (items with the same cell, e.g. a cell's
+        repetitions, stay in one shard, in their order)."""
+        if cell is None:
+            return items[self.index - 1::self.count]
+        cells = list(dict.fromkeys(map(cell, items)))
+        mine = set(cells[self.index - 1::self.count])
+        return [item for item in items if cell(item) in mine]
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -76,6 +83,11 @@ class TrialSpec:
     seed: int = 0
     mcp_launch: str = DEFAULT_LAUNCH  # harness/tools/mcp_launch.py
     host: str = "close"  # HOSTS
+
+    @property
+    def cell(self) -> TrialSpec:
+        """The trial cell this is a repetition of (the spec at repetition 0)."""
+        return replace(self, rep=0)
 
     @property
     def tool_label(self) -> str:
