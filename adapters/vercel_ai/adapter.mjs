@@ -87,20 +87,20 @@ class VercelAi {
     this.job.catch(() => {}); // `wait` reads how it ended
   }
 
-  /** What every call shares; `onStepEnd` keeps the messages of each finished step for resume. */
+  /** What every call shares; `onStepEnd` appends each finished step's response.messages (that step's assistant
+   * and tool messages only) to the messages so far, for resume. */
   options() {
-    const base = this.messages.slice();
     const signal = this.mode === "abort" || this.mode === "generate_abort" ? this.controller.signal : undefined;
     return {
       model: this.model,
       instructions: this.ctx.system_prompt,
-      messages: base,
+      messages: this.messages.slice(),
       tools: this.tools,
       stopWhen: this.mode === "stop_when" ? [isStepCount(MAX_STEPS), () => this.pressed] : isStepCount(MAX_STEPS),
       abortSignal: signal,
       telemetry: { isEnabled: false },
       onStepEnd: (step) => {
-        this.messages = [...base, ...step.response.messages];
+        this.messages.push(...step.response.messages);
       },
     };
   }
