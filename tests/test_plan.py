@@ -70,18 +70,40 @@ def test_a_bad_jobs_value_is_a_clear_error(bad, capsys, tmp_path):
     assert f"--jobs {bad!r}" in capsys.readouterr().err
 
 
-def test_a_time_offset_trial_starts_on_a_quiet_machine_and_nothing_starts_before_its_stop():
+def test_one_time_offset_trial_at_a_time_is_before_its_stop_and_others_fill_the_machine_meanwhile():
     from harness.trial.concurrency import Concurrency, Slot
 
     c = Concurrency(jobs=4)
     at_work, observing = Slot(False, False), Slot(True, False)
     timed_waiting = Slot(False, True)
     assert c.pick([True, False], []) == 0  # nothing running: the time-offset trial goes first
-    assert c.pick([True, False], [at_work]) == 1  # a trial at work: an event-anchored one goes instead
-    assert c.pick([True, True], [at_work]) is None  # only time-offset ones left: wait for a quiet machine
-    assert c.pick([True, False], [observing, observing]) == 0  # observing trials use no CPU
-    assert c.pick([False, False], [timed_waiting]) is None  # nothing new until that stop has fired
+    assert c.pick([True, False], [at_work]) == 0  # trials at work run at the lowest priority: it goes anyway
+    assert c.pick([True, True], [timed_waiting]) is None  # one time-offset trial before its stop at a time
+    assert c.pick([True, False], [timed_waiting]) == 1  # an event-anchored one fills the machine meanwhile
     assert c.pick([False], [at_work] * 4) is None  # the limit holds
+    assert c.pick([True], [at_work, at_work, timed_waiting, observing]) is None
+
+
+def test_subjects_but_a_time_offset_run_before_its_stop_yield_the_cpu():
+    """harness/trial/priority.py: the whole tree, every thread (in a process of its own: not this test's)."""
+    import subprocess
+    import sys
+
+    script = """
+import os, subprocess, threading
+from harness.trial.priority import to_background
+child = subprocess.Popen(["sleep", "30"])
+done = threading.Event()
+worker = threading.Thread(target=done.wait)
+worker.start()
+to_background()
+tids = [int(t) for t in os.listdir(f"/proc/{os.getpid()}/task")]
+print(len(tids), sorted({os.getpriority(os.PRIO_PROCESS, t) for t in tids}), os.getpriority(os.PRIO_PROCESS, child.pid))
+done.set(); worker.join(); child.kill(); child.wait()
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(maxsplit=1) == ["2", "[19] 19\n"]
 
 
 def test_auto_concurrency_halves_on_late_event_stops_only():

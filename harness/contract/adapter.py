@@ -171,6 +171,10 @@ class Adapter(abc.ABC):
     def prepare(cls) -> None:
         """Import the framework (in the parent, so forked subjects start warm)."""
 
+    async def launch(self) -> None:
+        """Get ready before the run starts, as a running app is (called before the run's clock starts, so a time
+        offset counts from the run's start, not from a process's start): an adapter process is started here."""
+
     @abc.abstractmethod
     async def start(self) -> None: ...
 

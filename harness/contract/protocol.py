@@ -156,7 +156,9 @@ class ProtocolAdapter(Adapter):
 
     # --- the lifecycle --------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def launch(self) -> None:
+        """The adapter process, started and ready (its capabilities, its baseline audit) before the run starts: a
+        forked Python subject has its framework imported already; this process has loaded its own by then."""
         loop = asyncio.get_running_loop()
         ready: asyncio.Future = loop.create_future()
         self.stopped = loop.create_future()
@@ -182,7 +184,11 @@ class ProtocolAdapter(Adapter):
                                                f"of its start{conn.stderr_tail()}")
         self.caps = ready.result()
         self.baseline = {item["id"] for item in (await self.conn.request("audit", timeout_s=AUDIT_S * 5))["held"]}
-        await self.conn.request("start", self._start_params())
+
+    async def start(self) -> None:
+        if self.conn is None:  # not launched (a caller of the contract that skips launch)
+            await self.launch()
+        await self._live().request("start", self._start_params())
 
     def _start_params(self) -> dict[str, Any]:
         ctx = self.ctx

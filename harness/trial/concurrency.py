@@ -55,14 +55,14 @@ class Concurrency:
     def pick(self, timed: list[bool], running: list[Slot]) -> int | None:
         """Which queued trial to start now (its index; `timed`: its stop fires at a time offset), or None.
 
-        A stop at a time offset must fire on a quiet machine (an event anchor freezes the world until the
-        stop, a time offset cannot): a time-offset trial starts only when no other trial is at work, and
-        nothing new starts until its stop has fired. Event-anchored trials fill the machine meanwhile,
-        so time-offset trials may run later than their place in the queue; rows do not depend on order."""
-        if any(r.timed_before_stop for r in running) or not self.admits([r.observing for r in running]):
+        A stop at a time offset must fire on a run the others do not slow (an event anchor freezes the world until
+        the stop, a time offset cannot): every subject but a time-offset one before its stop runs at the lowest CPU
+        priority (harness/trial/priority.py), and one time-offset trial at a time is before its stop. The others
+        fill the machine meanwhile; rows do not depend on the order trials start in."""
+        if not self.admits([r.observing for r in running]):
             return None
-        at_work = sum(not r.observing for r in running)
-        return next((i for i, t in enumerate(timed) if not t or at_work == 0), None)
+        timed_running = any(r.timed_before_stop for r in running)
+        return next((i for i, t in enumerate(timed) if not t or not timed_running), None)
 
     def observe(self, row: dict[str, Any]) -> None:
         """After each finished trial. A late event-anchored stop is the harness's own lateness (the world's

@@ -34,6 +34,7 @@ from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
+from harness.trial.utilization import Utilization, schedule_file
 from harness.trial.world_client import WorldClient, WorldProcess
 
 
@@ -149,6 +150,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     running: list[tuple[TrialSpec, RunningTrial]] = []
     started = time.monotonic()
     concurrency = Concurrency(opts.jobs)
+    utilization = Utilization(schedule_file(opts.out, adapter_cls.name))
     try:
         with _world(opts) as world:
             client = WorldClient(world.url)
@@ -157,14 +159,14 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
                 later = [s for s in todo if s.rep >= FIRST] if opts.reps_rule == "agree" else []
                 first = [s for s in todo if s.rep < FIRST] if later else list(todo)
                 _loop(first, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client, workroot,
-                      out_file, versions, env, log, started)
+                      out_file, versions, env, log, started, utilization)
                 if later:
                     known = {r["trial_id"]: r for r in [*(r for r in rows_there if r["trial_id"] in done), *rows]}
                     keep = [s for s in later if _needs_run(s, scenarios[s.scenario], known)]
                     print(f"stopbench: reps rule agree: {len(later) - len(keep)} of {len(later)} later "
                           f"repetition(s) not run (their cells' first {FIRST} agree)", file=log, flush=True)
                     _loop(keep, len(first) + len(keep), running, rows, concurrency, opts, scenarios, adapter_cls,
-                          client, workroot, out_file, versions, env, log, started)
+                          client, workroot, out_file, versions, env, log, started, utilization)
             except BaseException as e:
                 # any way out (Ctrl-C, SIGTERM, an error of ours): end the running trials while the world still
                 # answers, so their ledgers are read and every process of theirs is found and ended
@@ -203,13 +205,15 @@ def _world(opts: RunOptions):
 def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, RunningTrial]],
           rows: list[dict[str, Any]], concurrency: Concurrency, opts: RunOptions, scenarios: dict[str, Scenario],
           adapter_cls: type[Adapter], client: WorldClient, workroot: Path, out_file: Path, versions: dict[str, str],
-          env: dict[str, Any], log: TextIO, started: float) -> None:
+          env: dict[str, Any], log: TextIO, started: float, utilization: Utilization) -> None:
     """Start trials while there is room, finish each as it ends, append its row at once (`total`: the trials of
     the run, for the progress lines)."""
     while queue or running:
+        held: str | None = None if queue else "tail"
         while queue:
             index = concurrency.pick([not s.offset.is_event for s in queue], [t.slot for _, t in running])
             if index is None:
+                held = "timed" if concurrency.admits([t.observing for _, t in running]) else "limit"
                 break
             spec = queue.pop(index)
             running.append((spec, RunningTrial(spec, scenarios[spec.scenario], adapter_cls, client, workroot,
@@ -226,6 +230,8 @@ def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, Run
             rows.append(row)
             concurrency.observe(row)
             _progress(log, len(rows), total, row, started)
+        observing = sum(t.observing for _, t in running)
+        utilization.sample(len(running) - observing, observing, len(queue), held)
         if running:  # wake as soon as a subject writes or exits (its pipe closes), else every 20 ms
             select.select([t.read_fd for _, t in running], [], [], 0.02)
 

@@ -22,7 +22,7 @@ from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
-from harness.trial import activity, audit, host
+from harness.trial import activity, audit, host, priority
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
@@ -79,9 +79,12 @@ class Subject:
         await self.mark(Mark.AUDIT, phase=phase, **left)
 
     async def _mark_after_yield(self, name: str, t: int, data: dict[str, Any]) -> None:
-        """Post a mark after the loop has run what the stop set going (cancellations land first)."""
+        """Post a mark after the loop has run what the stop set going (cancellations land first). A time-offset
+        run yields the CPU from here on (harness/trial/priority.py): its stop has been pressed."""
         for _ in range(3):
             await asyncio.sleep(0)
+        if not self.spec.offset.is_event:
+            priority.to_background()
         await self.mark(name, t=t, **data)
         await self.flush()  # at once: the world holds the anchored event until it sees this
 
@@ -115,6 +118,8 @@ class Subject:
         if self.saga_log is not None:  # the saga mitigation: its hook, called after the stop
             self.saga = Saga(self.saga_log, run.workdir, self.http, run.services_base_url, self.toolbox)
         self.own_tasks.add(asyncio.current_task())
+        if spec.offset.is_event:  # its counts do not depend on load: it yields the CPU to time-offset runs
+            priority.to_background()
         control = ControlStream(run.run_url) if spec.offset.is_event else None
         if control is not None:
             self.own(control.listen())
@@ -126,6 +131,12 @@ class Subject:
             return
         self.ctx = self._context()
         adapter = self.adapter = self.adapter_cls(self.ctx)
+        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start)
+        if err is not None or not in_time:  # the app never got ready: the trial fails in its start step
+            if err is not None:
+                await self.mark(Mark.ERROR, step="start", error=_describe(err))
+            await self._close(adapter)
+            return
         run_started = time.monotonic_ns()
         await self.mark(Mark.RUN_STARTED, t=run_started)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
