@@ -134,7 +134,12 @@ class MastraAdapter {
     const options = { abortSignal: this.controller.signal, memory: this.memory, maxSteps: MAX_STEPS };
     if (this.mode === "generate_abort") return this.agent.generate(prompt, options).then(ended(this.controller.signal));
     if (this.mode === "workflow_cancel") return this.runWorkflow((run) => run.start({ inputData: { prompt } }));
-    if (this.mode === "approval") return this.approveUntilStop(this.agent.stream(prompt, { ...options, requireToolApproval: true }));
+    if (this.mode === "approval") {
+      // as the human-in-the-loop docs run it: no memory thread (a suspended run on a thread renews the thread's
+      // lease every 5 s for as long as it stays suspended); the suspended run's snapshot is what resumes it
+      const { memory: _, ...approval } = options;
+      return this.approveUntilStop(this.agent.stream(prompt, { ...approval, requireToolApproval: true }));
+    }
     return this.agent.stream(prompt, options).then(drain).then(ended(this.controller.signal));
   }
 
@@ -185,6 +190,8 @@ class MastraAdapter {
   async resume(nextInput) {
     this.stopPressed = false;
     if (this.mode === "workflow_cancel") {
+      // the cancelled Run's abort signal stays aborted: the run is taken again by its id, from storage
+      this.run = await this.workflow.createRun({ runId: this.run.runId });
       this.job = this.runWorkflow((run) => run.timeTravel({ step: STEP_ID }));
     } else if (this.mode === "approval") {
       if (!this.suspended) return; // the run ended whole before it reached another tool call: nothing to continue
