@@ -100,6 +100,7 @@ class MastraAdapter {
       storage: new InMemoryStore(),
     });
     this.stopPressed = false;
+    this.waiting = []; // approval: the tool calls waiting for approval, oldest first
     this.job = this.launch(ctx.prompt);
     this.job.catch(() => {}); // `wait` reads how it ended
   }
@@ -151,23 +152,33 @@ class MastraAdapter {
     throw new Error(`workflow run ${result.status}: ${result.error?.message ?? JSON.stringify(result.error ?? null)}`);
   }
 
-  /** Read the stream; approve each tool call while stop is not pressed; after it, leave the run suspended. */
+  /**
+   * Read each stream to its end, then approve the oldest call still waiting (agent.approveToolCall with its
+   * toolCallId) and read the stream that returns, until none waits; once stop is pressed, none is approved: the run
+   * stays suspended, its snapshot in the store. (Approving a call as its chunk arrives, before the stream has ended,
+   * fails: the run is not suspended yet. Calls asked for together are approved one by one: the stream of one
+   * approval brings the approval chunks of the others.)
+   */
   async approveUntilStop(streaming) {
     let output = await streaming;
     for (;;) {
-      this.runId = output.runId;
-      let pending = null;
       for await (const chunk of output.fullStream) {
-        if (chunk.type === "tool-call-approval") pending = chunk.payload;
         if (chunk.type === "error") throw chunk.payload?.error ?? new Error("stream error");
+        if (chunk.type === "tool-call-approval") {
+          this.waiting.push({ runId: output.runId, toolCallId: chunk.payload.toolCallId, toolName: chunk.payload.toolName });
+        }
       }
-      if (pending === null) return;
+      if (!this.waiting.length) return;
       if (this.stopPressed) {
-        this.suspended = pending;
-        throw new Stopped(`suspended before ${pending.toolName}: not approved`);
+        throw new Stopped(`suspended before ${this.waiting.map((c) => c.toolName).join(", ")}: not approved`);
       }
-      output = await this.agent.approveToolCall({ runId: this.runId, toolCallId: pending.toolCallId });
+      output = await this.approve();
     }
+  }
+
+  approve() {
+    const { runId, toolCallId } = this.waiting.shift();
+    return this.agent.approveToolCall({ runId, toolCallId });
   }
 
   async stop(mode) {
@@ -194,10 +205,9 @@ class MastraAdapter {
       this.run = await this.workflow.createRun({ runId: this.run.runId });
       this.job = this.runWorkflow((run) => run.timeTravel({ step: STEP_ID }));
     } else if (this.mode === "approval") {
-      if (!this.suspended) return; // the run ended whole before it reached another tool call: nothing to continue
-      const { toolCallId } = this.suspended;
-      this.suspended = null;
-      this.job = this.approveUntilStop(this.agent.approveToolCall({ runId: this.runId, toolCallId }));
+      // the calls left unapproved at the stop, approved from the suspended run's snapshot, and every later one
+      if (!this.waiting.length) return; // the run ended whole before another call came: nothing to continue
+      this.job = this.approveUntilStop(this.approve());
     } else {
       this.job = this.launch(nextInput);
     }
