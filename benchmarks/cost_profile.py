@@ -56,6 +56,8 @@ def bucket(stack: list[FrameType]) -> tuple[str, str | None]:
             return "imports", str(f.f_locals.get("name", "?"))
     steps = [i for i, f in enumerate(stack) if f.f_code.co_name == "_run" and f.f_code.co_filename.endswith(
         ("asyncio/events.py", "asyncio\\events.py"))]
+    if not steps and any(f.f_code.co_name == "_run_once" for f in stack):  # the loop itself, between steps
+        return "loop", None
     own = stack[steps[-1] + 1:] if steps else stack
     for depth in range(len(own) - 1, -1, -1):
         path = own[depth].f_code.co_filename

@@ -38,6 +38,8 @@ framework.toml:
     together = ["crewai-tools"]                   # dependencies released in lockstep: ==X.Y.* with it (optional)
     [history.requires]                            # release -> requirements of then, each in place of the
     "1.10" = ["mcp>=1.20,<1.27"]                  #   dependency of the same package (what that release needs)
+    counterpart = "langgraph"                     # the same framework's adapter in another language: the report
+                                                  #   shows the two side by side, mode by mode
     [protocol]                                    # an adapter in another language: no adapter.py, a process
     command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
                                                   #   a package-lock.json beside it: nox runs `npm ci` there
@@ -175,6 +177,7 @@ class Framework:
     history: History | None = None
     adapter: Declaration | None = None  # what its adapter (`ADAPTER` of adapter.py) declares
     protocol: Protocol | None = None  # an adapter process in another language, in place of adapter.py
+    counterpart: str = ""  # the adapter of the same framework in another language (shown side by side)
 
     @property
     def declarations(self) -> list[Declaration]:
@@ -234,7 +237,7 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    known = ("dependencies", "variants", "docs", "history", "protocol", *DECLARED)
+    known = ("dependencies", "variants", "docs", "history", "protocol", "counterpart", *DECLARED)
     unknown = set(data) - set(known)
     if unknown:
         raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(known)})")
@@ -242,6 +245,10 @@ def load(folder: Path) -> Framework:
     if not isinstance(docs, str) or (docs and not docs.startswith("https://")):
         raise FrameworkError(f"{path}: docs: expected an https:// link, got {docs!r}")
     deps = _strings(data.get("dependencies", []), f"{path}: dependencies")
+    counterpart = data.get("counterpart", "")
+    if not isinstance(counterpart, str) or (counterpart and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", counterpart)):
+        raise FrameworkError(f"{path}: counterpart: expected an adapter name (a framework folder, - for _), "
+                             f"got {counterpart!r}")
     name = folder.name.replace("_", "-")
     adapter = _declaration(data, Declaration(name), str(path))
     variants = []
@@ -259,7 +266,7 @@ def load(folder: Path) -> Framework:
     if len(set(names)) < len(names):
         raise FrameworkError(f"{path}: variants: names must differ from each other and from {name!r}: {names}")
     return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter,
-                     _protocol(data.get("protocol"), folder, path))
+                     _protocol(data.get("protocol"), folder, path), counterpart)
 
 
 def _protocol(data: object, folder: Path, path: Path) -> Protocol | None:
@@ -402,6 +409,11 @@ def discover(root: Path = ROOT) -> list[Framework]:
     if empty:
         raise FrameworkError(f"{empty[0].folder / MANIFEST}: neither an adapter.py beside it nor a [protocol] "
                              "command: the folder has no adapter")
+    names = {f.name for f in found}
+    for f in found:
+        if f.counterpart and f.counterpart not in names:
+            raise FrameworkError(f"{f.folder / MANIFEST}: counterpart: {f.counterpart!r} is no framework folder "
+                                 f"(known: {', '.join(sorted(names))})")
     return found
 
 

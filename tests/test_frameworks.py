@@ -70,9 +70,20 @@ def test_a_malformed_manifest_names_file_and_field(tree: Path):
     manifest.write_text('dependencies = []\nextras = ["x"]\n')
     with pytest.raises(frameworks.FrameworkError, match=r"unknown field\(s\) extras"):
         frameworks.discover(tree)
+    manifest.write_text('dependencies = []\ncounterpart = "nothing-here"\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: counterpart: 'nothing-here' is no"):
+        frameworks.discover(tree)
+    manifest.write_text('dependencies = []\ncounterpart = ["langgraph"]\n')
+    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: counterpart: expected an adapter"):
+        frameworks.discover(tree)
     manifest.unlink()
     with pytest.raises(frameworks.FrameworkError, match=r"zz_throwaway/framework.toml: missing"):
         frameworks.discover(tree)
+
+
+def test_js_adapters_name_their_python_counterparts():
+    found = {f.name: f.counterpart for f in frameworks.discover()}
+    assert found["langgraph-js"] == "langgraph" and found["openai-agents-js"] == "openai-agents"
 
 
 def test_variants_are_read():
