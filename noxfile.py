@@ -45,8 +45,8 @@ SHARD = ["--shard", os.environ["STOPBENCH_SHARD"]] if os.environ.get("STOPBENCH_
 SELECT = list(SHARD)
 # event | time: only the trials at that kind of offset (a second run to check with `compare --anchors event`)
 SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOPBENCH_ANCHORS") else []
-# all | agree: which repetitions run (harness/results/repetitions.py)
-SELECT += ["--reps-rule", os.environ["STOPBENCH_REPS_RULE"]] if os.environ.get("STOPBENCH_REPS_RULE") else []
+# all | agree: which repetitions run (harness/results/repetitions.py); the published run uses agree
+SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
