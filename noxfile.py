@@ -157,6 +157,14 @@ def merge(session: nox.Session) -> None:
 
 
 @nox.session
+@nox.parametrize("adapter", sorted(FRAMEWORKS))
+def cost_profile(session: nox.Session, adapter: str) -> None:
+    """Where one framework's trials spend their CPU (benchmarks/cost_profile.py): a sample of trials, profiled."""
+    install_framework(session, adapter)
+    session.run("python", "benchmarks/cost_profile.py", adapter, "--json", f"benchmarks/results/cost/{adapter}.json")
+
+
+@nox.session
 def benchmarks(session: nox.Session) -> None:
     """The harness's own speed: world throughput, pacing, trigger delay, per-trial overhead."""
     install_framework(session, CORE, "test")

@@ -1,7 +1,8 @@
 """Where a trial's CPU goes: a sampling profiler inside each subject, per framework x tool style.
 
-`python benchmarks/cost_profile.py ADAPTER [--scenario S] [--offset O] [--reps N] [--json FILE]`
-(run it in the adapter's environment: `nox -s "cost_profile(adapter='X')"`).
+`python benchmarks/cost_profile.py ADAPTER [--scenario S] [--offset O] [--reps N] [--json FILE]` in the adapter's
+environment (`nox -s "cost_profile(adapter='X')"`); `python benchmarks/cost_profile.py --table FILE.json ...` puts
+the figures of several in one table.
 
 It runs a sample of real trials (every stop mode and tool style of the adapter, one event-anchored offset) and,
 inside each forked subject, samples the stack every 5 ms of the process's CPU time (SIGPROF: the kernel counts
@@ -191,7 +192,29 @@ def summarize(samples: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def table(results: list[dict[str, Any]]) -> str:
+    """The figures of several adapters' profiles in one table, and the harness's share over all their trials."""
+    lines = ["| adapter | tools | subject CPU s | imports | harness | tools | framework | loop | native | children "
+             "| harness share | runner + world s |", "|---|---|" + "---:|" * 10]
+    harness = subject = 0.0
+    for r in sorted(results, key=lambda r: r["adapter"]):
+        for style, s in r["styles"].items():
+            harness += s["harness_s"] * s["trials"]
+            subject += s["subject_cpu_s"] * s["trials"]
+            lines.append(f"| {r['adapter']} | {style} | {s['subject_cpu_s']:.3f} | {s['imports_s']:.3f} | "
+                         f"{s['harness_s']:.3f} | {s['tools_s']:.3f} | {s['framework_s']:.3f} | {s['loop_s']:.3f} | "
+                         f"{s['native_s']:.3f} | {s['children_s']:.3f} | {100 * (s['harness_share'] or 0):.1f}% | "
+                         f"{r['runner_cpu_s_per_trial'] + r['world_cpu_s_per_trial']:.3f} |")
+    share = 100 * harness / subject if subject else 0.0
+    return "\n".join(lines) + f"\n\nThe harness's share of the subjects' CPU over these trials: {share:.1f}%\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--table"]:  # `--table FILE.json ...`: the profiles written with --json, in one table
+        print(table([json.loads(Path(f).read_text()) for f in argv[1:]]))
+        return 0
     parser = argparse.ArgumentParser(prog="cost_profile.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("adapter")
     parser.add_argument("--scenario", default="q3_report")

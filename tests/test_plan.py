@@ -43,22 +43,28 @@ def test_a_bad_shard_is_a_clear_error(bad, capsys, tmp_path):
     assert not (tmp_path / "raw").exists()
 
 
-def test_jobs_auto_adds_trials_while_there_is_room_and_halves_when_a_stop_is_late(monkeypatch):
+def test_jobs_auto_adds_trials_while_there_is_room_and_halves_when_stops_are_late_by_habit(monkeypatch):
     from harness.trial import concurrency
 
     cpu = {"percent": 10.0}
     monkeypatch.setattr(concurrency.psutil, "cpu_percent", lambda interval=None: cpu["percent"])
     monkeypatch.setattr(concurrency.os, "cpu_count", lambda: 2)
     auto = concurrency.Concurrency(None)
-    assert (auto.limit, auto.ceiling) == (2, 8)
-    for _ in range(10):
-        auto.observe({"trigger_delay_ms": 0.3})
-    assert auto.limit == 8  # the ceiling: 4 per core
-    auto.observe({"trigger_delay_ms": 25.0, "offset_kind": "event"})
-    assert auto.limit == 4 and auto.late == 1
+    assert (auto.limit, auto.ceiling) == (2, 12)
+    for _ in range(12):
+        auto.observe({"trigger_delay_ms": 0.3, "offset_kind": "event"})
+    assert auto.limit == 12  # the ceiling: 6 per core
+    late = {"trigger_delay_ms": 25.0, "offset_kind": "event"}
+    auto.observe(late)
+    auto.observe(late)
+    assert auto.limit == 12 and auto.late == 2  # 2 of the last 12: not yet a habit
+    auto.observe(late)
+    assert auto.limit == 6 and auto.late == 3  # 3 of the last 15: more than 10% of 20
+    auto.observe(late)
+    assert auto.limit == 6  # the window starts again after a halving
     cpu["percent"] = 97.0
-    auto.observe({"trigger_delay_ms": 0.2})
-    assert auto.limit == 4  # no room on the CPU: no more
+    auto.observe({"trigger_delay_ms": 0.2, "offset_kind": "event"})
+    assert auto.limit == 6  # no room on the CPU: no more
     fixed = concurrency.Concurrency(3)
     fixed.observe({"trigger_delay_ms": 50.0})
     assert fixed.limit == 3 and fixed.late == 1  # counted, never changed
@@ -111,10 +117,12 @@ def test_auto_concurrency_halves_on_late_event_stops_only():
 
     c = Concurrency(jobs=None)
     c.limit = 4
-    c.observe({"trigger_delay_ms": 400.0, "offset_kind": "time"})  # a slow start(), not the harness
-    assert c.limit >= 4 and c.late == 1
-    c.observe({"trigger_delay_ms": 40.0, "offset_kind": "event"})
-    assert c.limit == 2 and c.late == 2
+    for _ in range(5):
+        c.observe({"trigger_delay_ms": 400.0, "offset_kind": "time"})  # a slow start(), not the harness
+    assert c.limit >= 4 and c.late == 5
+    for _ in range(3):
+        c.observe({"trigger_delay_ms": 40.0, "offset_kind": "event"})
+    assert c.limit == 2 and c.late == 8
 
 
 def test_anchors_takes_the_event_or_the_time_offsets_of_the_matrix():

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.agreement import disagreeing_fields
-from harness.results.selection import CELL
+from harness.results.selection import CELL, is_anchored
 from harness.scenario import Scenario
 
 #: --reps-rule: its name and what it runs
@@ -52,7 +52,7 @@ def kept_by_rule(rows: list[dict[str, Any]], scenarios: dict[str, Scenario]) -> 
     def kept(r: dict[str, Any]) -> bool:
         scenario = scenarios.get(r["scenario"])
         earlier = [first.get((tuple(r.get(k) for k in CELL), rep)) for rep in range(FIRST)]
-        return needs_run(r["rep"], r.get("offset_kind") == "event",
+        return needs_run(r["rep"], bool(is_anchored(r, "event")),
                          scenario is None or has_parallel_calls(scenario), earlier)
 
     return [r for r in rows if kept(r)]

@@ -9,6 +9,7 @@ fire on time, and halves the number when a stop fires late: event-anchored count
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +19,14 @@ from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.results.selection import is_anchored
 
 CPU_ROOM = 85.0  # add a trial while the machine's CPU is below this percentage
+#: trials at work at most, per CPU (a trial mostly waits for the scenario's pacing: ~5 s of wall for ~0.3 CPU-s)
+AT_WORK_PER_CPU = 6
 #: trials that only observe, beside the limit, per CPU (each is a forked subject: memory, not CPU)
-OBSERVING_PER_CPU = 8
+OBSERVING_PER_CPU = 16
+#: `auto` halves the limit when more than LATE_SHARE of the last LATE_WINDOW event-anchored stops were late: a
+#: habit of the machine, not one trial (a framework that blocks its own loop makes its press late too)
+LATE_WINDOW = 20
+LATE_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -36,8 +43,9 @@ class Concurrency:
         cpus = os.cpu_count() or 1
         self.auto = jobs is None
         self.limit = jobs if jobs is not None else cpus
-        self.ceiling = jobs if jobs is not None else 4 * cpus
+        self.ceiling = jobs if jobs is not None else AT_WORK_PER_CPU * cpus
         self.late = 0
+        self.recent: deque[bool] = deque(maxlen=LATE_WINDOW)  # late or not, the last event-anchored stops
         self.observing_room = OBSERVING_PER_CPU * cpus
         if self.auto:
             psutil.cpu_percent(None)  # starts the CPU sampling window
@@ -65,17 +73,21 @@ class Concurrency:
         return next((i for i, t in enumerate(timed) if not t or not timed_running), None)
 
     def observe(self, row: dict[str, Any]) -> None:
-        """After each finished trial. A late event-anchored stop is the harness's own lateness (the world's
-        push to the subject's loop): `auto` halves the limit. A time-offset stop is late also when the
-        adapter's start() took longer than the offset, which fewer trials would not change."""
+        """After each finished trial. Late event-anchored stops are the harness's own lateness (the world's push
+        to the subject's loop) when they are a habit: `auto` halves the limit when more than LATE_SHARE of the last
+        LATE_WINDOW were late. A time-offset stop is late also when the adapter's start() took longer than the
+        offset, which fewer trials would not change."""
         delay = row.get("trigger_delay_ms")
         late = delay is not None and delay > TRIGGER_TOLERANCE_MS
         self.late += late
         if not self.auto:
             return
-        if late and is_anchored(row, "event"):
+        if is_anchored(row, "event") and delay is not None:
+            self.recent.append(late)
+        if sum(self.recent) > LATE_SHARE * LATE_WINDOW:
             self.limit = max(1, self.limit // 2)
-        elif psutil.cpu_percent(None) < CPU_ROOM:
+            self.recent.clear()
+        elif not late and psutil.cpu_percent(None) < CPU_ROOM:
             self.limit = min(self.ceiling, self.limit + 1)
 
     def __str__(self) -> str:

@@ -156,17 +156,14 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
             client = WorldClient(world.url)
             try:
                 warm_up(world.url)
-                later = [s for s in todo if s.rep >= FIRST] if opts.reps_rule == "agree" else []
-                first = [s for s in todo if s.rep < FIRST] if later else list(todo)
-                _loop(first, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client, workroot,
-                      out_file, versions, env, log, started, utilization)
-                if later:
-                    known = {r["trial_id"]: r for r in [*(r for r in rows_there if r["trial_id"] in done), *rows]}
-                    keep = [s for s in later if _needs_run(s, scenarios[s.scenario], known)]
-                    print(f"stopbench: reps rule agree: {len(later) - len(keep)} of {len(later)} later "
-                          f"repetition(s) not run (their cells' first {FIRST} agree)", file=log, flush=True)
-                    _loop(keep, len(first) + len(keep), running, rows, concurrency, opts, scenarios, adapter_cls,
-                          client, workroot, out_file, versions, env, log, started, utilization)
+                known = {r["trial_id"]: r for r in rows_there if r["trial_id"] in done}
+                later = LaterRepetitions(todo, scenarios, known) if opts.reps_rule == "agree" else None
+                queue = [s for s in todo if later is None or s not in later.waiting]
+                _loop(queue, later, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client,
+                      workroot, out_file, versions, env, log, started, utilization)
+                if later is not None and later.skipped:
+                    print(f"stopbench: reps rule agree: {later.skipped} later repetition(s) not run (their cells' "
+                          f"first {FIRST} agree)", file=log, flush=True)
             except BaseException as e:
                 # any way out (Ctrl-C, SIGTERM, an error of ours): end the running trials while the world still
                 # answers, so their ledgers are read and every process of theirs is found and ended
@@ -202,12 +199,15 @@ def _world(opts: RunOptions):
         yield world
 
 
-def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, RunningTrial]],
+def _loop(queue: list[TrialSpec], later: LaterRepetitions | None, total: int,
+          running: list[tuple[TrialSpec, RunningTrial]],
           rows: list[dict[str, Any]], concurrency: Concurrency, opts: RunOptions, scenarios: dict[str, Scenario],
           adapter_cls: type[Adapter], client: WorldClient, workroot: Path, out_file: Path, versions: dict[str, str],
           env: dict[str, Any], log: TextIO, started: float, utilization: Utilization) -> None:
     """Start trials while there is room, finish each as it ends, append its row at once (`total`: the trials of
-    the run, for the progress lines)."""
+    the run, for the progress lines; `later`: repetitions that wait for their cells' first ones)."""
+    if later is not None:
+        queue += later.release()
     while queue or running:
         held: str | None = None if queue else "tail"
         while queue:
@@ -229,6 +229,11 @@ def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, Run
             append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events)
             rows.append(row)
             concurrency.observe(row)
+            if later is not None:
+                later.known[row["trial_id"]] = row
+                skipped = later.skipped
+                queue += later.release()
+                total -= later.skipped - skipped
             _progress(log, len(rows), total, row, started)
         observing = sum(t.observing for _, t in running)
         utilization.sample(len(running) - observing, observing, len(queue), held)
@@ -236,10 +241,33 @@ def _loop(queue: list[TrialSpec], total: int, running: list[tuple[TrialSpec, Run
             select.select([t.read_fd for _, t in running], [], [], 0.02)
 
 
-def _needs_run(spec: TrialSpec, scenario: Scenario, rows: dict[str, dict[str, Any]]) -> bool:
-    """Under the `agree` rule: does this repetition run, given the rows so far by trial id."""
-    earlier = [rows.get(replace(spec, rep=r).trial_id(scenario.digest)) for r in range(FIRST)]
-    return needs_run(spec.rep, spec.offset.is_event, has_parallel_calls(scenario), earlier)
+class LaterRepetitions:
+    """Under the `agree` rule: the repetitions whose running depends on their cells' first ones (event-anchored,
+    no parallel calls, past the first FIRST), each released (to run) or dropped as soon as those have rows, so
+    the run never waits for all first repetitions to end."""
+
+    def __init__(self, todo: list[TrialSpec], scenarios: dict[str, Scenario], known: dict[str, dict[str, Any]]):
+        self.scenarios = scenarios
+        self.known = known  # rows by trial id: the run's so far, and the current ones already in the out folder
+        self.waiting = [s for s in todo if s.rep >= FIRST and s.offset.is_event
+                        and not has_parallel_calls(scenarios[s.scenario])]
+        self.pending = {s.trial_id(scenarios[s.scenario].digest) for s in todo} - set(known)
+        self.skipped = 0
+
+    def release(self) -> list[TrialSpec]:
+        """The waiting repetitions that run, now that their cells' first ones have rows (or will never have)."""
+        out, still = [], []
+        for spec in self.waiting:
+            scenario = self.scenarios[spec.scenario]
+            ids = [replace(spec, rep=r).trial_id(scenario.digest) for r in range(FIRST)]
+            if any(i in self.pending and i not in self.known for i in ids):
+                still.append(spec)
+            elif needs_run(spec.rep, True, False, [self.known.get(i) for i in ids]):
+                out.append(spec)
+            else:
+                self.skipped += 1
+        self.waiting = still
+        return out
 
 
 def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measured: dict[str, Any],
