@@ -380,6 +380,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
     import pandas as pd
 
     from harness.results.scorecard import SHARES
+    from harness.results.site import SIDE_BY_SIDE
 
     score = pd.DataFrame([{
         "framework": c["framework"], "best button": c["best"]["mode"] + (
@@ -398,8 +399,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
                              "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
                              "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
           *_findings_md(found, findings_page),
-          *_side_by_side_md(pairs, site.rpartition("/")[0] + "/side-by-side.html" if "/" in site
-                            else "side-by-side.html"),
+          *_side_by_side_md(pairs, site.rpartition("/")[0] + f"/{SIDE_BY_SIDE}" if "/" in site else SIDE_BY_SIDE),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
     details = site.rpartition("/")[0] + "/details.html" if "/" in site else "details.html"
     for title, _, table in sections:

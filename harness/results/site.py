@@ -129,6 +129,7 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     folders = {f.name: f for f in discover(ROOT)}
     env.globals["colors"] = framework_colors(df["framework"])
     env.globals["shares"] = SHARES
+    env.globals["side_by_side"] = SIDE_BY_SIDE  # the nav and the index link it
     texts = mode_texts(ROOT)
     written = []
     common = {"notes": notes}
@@ -145,7 +146,7 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
         **common, root="", cards=cards, claims=claims, best_rule=best_rule(), legend=legend(),
         tables=[(t, a, table(d, "")) for t, a, d in tables[:1]],
         plots=[p.name for p in plots[:1]], more_plots=len(plots) > 1, downloads=[d.name for d in downloads],
-        pairs=pairs or [], side_by_side=SIDE_BY_SIDE))
+        pairs=pairs or []))
     written.append(index)
     side = out / SIDE_BY_SIDE  # each framework beside its counterpart in another language
     side.write_text(env.get_template("side_by_side.html.j2").render(**common, root="", pairs=pairs or [],
