@@ -83,9 +83,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         to.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--to {to}: cannot write the report there ({e.strerror or e})") from e
+    from harness.results.counterparts import CounterpartError
     from stopbench.repro import write_reproducers
 
-    written = write_report(out, to, reproduce=write_reproducers)
+    try:
+        written = write_report(out, to, reproduce=write_reproducers)
+    except CounterpartError as e:  # raised before the report deletes or writes anything
+        raise UsageError(str(e)) from e
     for path in written:
         print(path)
     _, bad = read_rows(raw_files(out))

@@ -132,10 +132,15 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
         "agent_framework_work_goes_on_after_cancel", "agno_cancel_run_stops", "agno_sync_cancel_run_stops",
         "agno_team_cancel_goes_on",
         "google_adk_break_leaves_the_invocation_running",
-        "google_adk_sync_close_does_not_cancel", "llamaindex_cancel_run_stops", "llamaindex_resume_after_cancel",
+        "google_adk_sync_close_does_not_cancel", "langgraph_js_stream_cancel_stops", "langgraph_js_drain_resumes",
+        "llamaindex_cancel_run_stops", "llamaindex_resume_after_cancel", "mastra_mcp_abort_stops_tool_effects",
+        "openai_agents_js_streamed_tool_calls_cancelled", "openai_agents_js_tool_calls_cancelled",
+        "openai_agents_js_break_only_stops_reading",
         "pydantic_ai_tools_run_on_after_task_cancel", "pydantic_ai_agent_run_cancel_stops",
         "smolagents_interrupt_stops", "smolagents_interrupt_only_between_steps", "smolagents_resume_with_memory",
         "strands_cancel_stops", "strands_interrupt_resumes", "strands_mcp_client_left_on_exit",
+        "vercel_ai_abort_signal_stops_tool_effects", "vercel_ai_generate_abort_signal_stops_tool_effects",
+        "vercel_ai_abort_ends_the_run",
         "saga_closes_the_leak", "orphans_need_a_reaper"]
     for path in sorted((REPO / "adapters").glob("*/claims.yaml")):  # a folder's claims are about its framework
         assert {c["framework"] for c in yaml.safe_load(path.read_text())} == {path.parent.name.replace("_", "-")}

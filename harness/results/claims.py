@@ -17,9 +17,12 @@ from harness.frameworks import ROOT
 from harness.results.capability import causes, resumes, stop_broke, went_on
 from harness.results.cells import numbers
 from harness.results.orphans import orphans_seen
+from harness.results.scorecard import SHARE
 from harness.results.selection import BUTTON, CONDITION, in_main_matrix, is_anchored, is_measured
 
 CLAIM_KEYS = ("id", "framework", "claim", "rule")
+#: the optional keys that narrow a claim to some of its framework's trials: a stop mode, a tool style
+NARROWING = ("mode", "tool_style")
 
 
 def load_claims(root: Path = ROOT) -> list[dict[str, Any]]:
@@ -81,12 +84,12 @@ def _judge(claim: dict[str, Any], df):
         return fn(claim, rows)
     rows = rows[in_main_matrix(rows) & is_measured(rows)]
     base = rows[rows["mitigation"] == "none"]
-    if claim.get("mode"):
-        base = base[base["mode"] == claim["mode"]]
+    for key in NARROWING:
+        if claim.get(key):
+            base = base[base[key] == claim[key]]
     if base.empty:
-        return ("not measured", "no rows for this framework" + (f" and mode {claim['mode']}" if claim.get("mode")
-                                                                else "") + " (skipped trials left out)",
-                base, base)
+        narrowed = "".join(f" and {key} {claim[key]}" for key in NARROWING if claim.get(key))
+        return "not measured", f"no rows for this framework{narrowed} (skipped trials left out)", base, base
     return fn(claim, base)
 
 
@@ -166,6 +169,22 @@ def no_abort_and_no_resume(claim: dict[str, Any], base):
                      + (f" (not resumed: {causes(died, True)})" if len(died) else "")), base, counted
 
 
+def stops_effects_in_flight(claim: dict[str, Any], base):
+    """Over the trials stopped while an effect's request was in flight (an on:effect_received:... anchor), whatever
+    their status (a leak is a leak), read as the scorecard's "effect in flight landed" share: confirmed when in
+    none of them an effect sent before the stop committed after it (effects_in_flight 0), refuted when it did in
+    every one, partly otherwise."""
+    share = SHARE["in_flight"]
+    over = base[share.over(base)]
+    landed = over[share.counts(over)]
+    if over.empty:
+        return "not measured", "no trial was stopped with an effect in flight", over, landed
+    verdict = "confirmed" if landed.empty else "refuted" if len(landed) == len(over) else "partly"
+    by_mode = ", ".join(f"{m} {int(share.counts(g).sum())}/{len(g)}" for m, g in over.groupby("mode"))
+    return verdict, (f"{len(landed)}/{len(over)} trials stopped with an effect in flight had it commit after the "
+                     f"stop ({by_mode})"), over, landed
+
+
 def orphans_need_reaping(claim: dict[str, Any], rows):
     """Over every condition: the main matrix after close(), and the orphan matrix's MCP launch variants after
     close() and after a host crash (SIGKILL). Confirmed when any trial left a process the harness had to reap,
@@ -214,6 +233,6 @@ def saga_closes_leak(claim: dict[str, Any], rows):
 
 #: rule name (a claim's `rule`) -> the function that applies it; its docstring is the rule in words
 RULES = {fn.__name__: fn for fn in (keeps_running, stops_cleanly, keeps_working, resumes_cleanly,
-                                    no_abort_and_no_resume, saga_closes_leak)}
+                                    no_abort_and_no_resume, saga_closes_leak, stops_effects_in_flight)}
 RULES["orphans_seen"] = orphans_need_reaping
 RULES["orphans_after_close"] = orphans_after_close

@@ -40,12 +40,12 @@ NO_ISSUE = "no upstream issue found"
 RULE_KINDS = {"keeps_running": ("leak", "hang", "fail"), "keeps_working": ("leak",),
               "stops_cleanly": ("leak", "hang", "fail"), "no_abort_and_no_resume": ("leak", "hang", "fail"),
               "resumes_cleanly": ("repeats on resume", "fail"), "orphans_seen": ("leaves processes",),
-              "orphans_after_close": ("leaves processes",)}
+              "orphans_after_close": ("leaves processes",), "stops_effects_in_flight": ("leak",)}
 #: a claim's verdict that says the bad thing happened: keeps_running confirmed, stops_cleanly refuted, ...
 BAD_VERDICTS = {"keeps_running": ("confirmed", "partly"), "keeps_working": ("confirmed", "partly"),
                 "stops_cleanly": ("refuted", "partly"), "no_abort_and_no_resume": ("confirmed", "partly"),
                 "resumes_cleanly": ("refuted", "partly"), "orphans_seen": ("confirmed",),
-                "orphans_after_close": ("confirmed",)}
+                "orphans_after_close": ("confirmed",), "stops_effects_in_flight": ("refuted", "partly")}
 #: which capability cell states each kind
 CELLS = {"leak": ("can abort", "compensated"), "hang": ("can abort",), "fail": ("can abort", "can resume"),
          "repeats on resume": ("repeats effect",), "leaves processes": ("orphans clean",)}

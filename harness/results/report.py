@@ -280,8 +280,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     a reproducer each in site/repro/). Every number from the rows of `raw_dir`."""
     import shutil
 
+    from harness.results.counterparts import load_pairings, side_by_side
     from harness.results.orphans import orphan_table
 
+    pairings = load_pairings()  # a malformed data/counterparts.yaml stops the report before it deletes anything
     full, bad = load(raw_dir)
     to.mkdir(parents=True, exist_ok=True)
     _clear_old_layout(to)
@@ -313,6 +315,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     found = findings(full, claims=claims, caps=caps)  # the claims and capability rows computed above
     reproducers = reproduce(raw_dir, found, site / REPRO) if reproduce else {}
     cap = capability(df, caps)
+    pairs = side_by_side(df, caps, pairings)
     sections = [
         ("Capability table, measured", "capability", cap),
         ("Summary: each stop button", "summary", summary(df)),
@@ -347,7 +350,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
                    for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"
-    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found))
+    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found,
+                                pairs))
     shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
     notes = {
         "lede": (f"{counts_text(counts)}: the same scripted job, a stop pressed at controlled moments, and "
@@ -362,7 +366,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     }
     pages = write_site(df, raw_dir, site, claims, cards, sections, plots,
                        [summary_csv, capability_csv, rows_csv, summary_json], notes, found, reproducers,
-                       history_dir=raw_dir / "history")
+                       history_dir=raw_dir / "history", pairs=pairs)
     written = sorted(site / REPRO / name for name, why in reproducers.items() if not why)
     return [readme, summary_csv, capability_csv, summary_json, rows_csv, *plots, *pages, *written]
 
@@ -372,10 +376,11 @@ README_TABLE_CHARS = 60_000
 
 
 def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str,
-              found) -> str:
+              found, pairs=()) -> str:
     import pandas as pd
 
     from harness.results.scorecard import SHARES
+    from harness.results.site import SIDE_BY_SIDE
 
     score = pd.DataFrame([{
         "framework": c["framework"], "best button": c["best"]["mode"] + (
@@ -394,6 +399,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
                              "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
                              "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
           *_findings_md(found, findings_page),
+          *_side_by_side_md(pairs, site.rpartition("/")[0] + f"/{SIDE_BY_SIDE}" if "/" in site else SIDE_BY_SIDE),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
     details = site.rpartition("/")[0] + "/details.html" if "/" in site else "details.html"
     for title, _, table in sections:
@@ -429,6 +435,29 @@ def _findings_md(found, page: str) -> list[str]:
             f"[The findings page]({page}) lists each: its button, the trials behind it, a representative trial's "
             "timeline, the upstream issue and a reproducer to download (one Python file that runs the trial "
             "again: `stopbench repro`).\n", _md(pd.DataFrame(lines))]
+
+
+def _side_by_side_md(pairs, page: str) -> list[str]:
+    """The README's side-by-side section: per pair (harness/results/counterparts.py side_by_side) what differs,
+    and at each moment every button's cells, the counterpart's line above the adapter's."""
+    import pandas as pd
+
+    from harness.results.counterparts import COLUMNS
+
+    if not pairs:
+        return []
+    md = ["## Side by side: the same framework in two languages\n",
+          f"Each pair button by button ([the side-by-side page]({page}) has what each button presses): medians over "
+          "the ok trials, resume ok k/N of the trials that resumed; mitigation none, the tool styles both ran.\n"]
+    for p in pairs:
+        md.append(f"### {p['counterpart']} and {p['adapter']}\n")
+        md.append(f"What differs (capability verdicts, {p['counterpart']} vs {p['adapter']}): {p['differs_line']}\n")
+        for m in p["moments"]:
+            md.append(f"{m['name']} ({m['scenario']} `{m['offset']}`; tool styles {', '.join(p['tool_styles'])}):\n")
+            md.append(_md(pd.DataFrame([{"adapter": line["adapter"], "mode": line["mode"],
+                                          **{header: line["cells"][key] for key, header in COLUMNS}}
+                                         for line in m["lines"]])))
+    return md
 
 
 def _share(v: dict[str, int]) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.frameworks import discover
 from harness.results import schema
+from harness.results.counterparts import COLUMNS
 from harness.results.evidence import read_evidence
 from harness.results.findings import NO_ISSUE, Finding
 from harness.results.glossary import NOTATION, glossary_terms, header_links
@@ -35,6 +36,8 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 ROOT = Path(__file__).resolve().parents[2]
 #: the site's folder inside a report's folder
 SITE = "site"
+#: the page of each framework beside its counterpart in another language
+SIDE_BY_SIDE = "side-by-side.html"
 #: the columns of a button's trial table, in order (labels from the schema)
 TRIAL_FIELDS = ("tokens_after_stop", "llm_requests_after_stop", "effects_after_stop", "effects_in_flight",
                 "effects_new", "effects_leaked", "lie_ms", "stop_return_ms", "threads_left", "orphans", "resume_ok",
@@ -104,11 +107,12 @@ def _env():
 def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards: list[dict[str, Any]],
                tables: list[tuple[str, str, Any]], plots: list[Path], downloads: list[Path],
                notes: dict[str, Any], found: list[Finding], reproducers: dict[str, str],
-               history_dir: Path | None = None) -> list[Path]:
+               history_dir: Path | None = None, pairs: list[dict[str, Any]] | None = None) -> list[Path]:
     """The site into `out` (a fresh folder: the report empties it, so nothing of an older report lingers; the
     plots are drawn there first): index.html, glossary.html, details.html, findings.html,
-    frameworks/<framework>.html, buttons/<adapter>--<mode>.html, history/ (when `history_dir` has
-    runs: harness/results/history.py), assets/, the plots and the downloads. `raw_dir`: the folder the rows and
+    frameworks/<framework>.html, buttons/<adapter>--<mode>.html, side-by-side.html (`pairs`:
+    harness/results/counterparts.py side_by_side), history/ (when `history_dir` has runs:
+    harness/results/history.py), assets/, the plots and the downloads. `raw_dir`: the folder the rows and
     evidence were read from; `found`: the findings (harness/results/findings.py), `reproducers`: file name -> ""
     for each reproducer written in out/repro/, else why none was. Returns the pages."""
     from harness.results.history import load_history, write_history
@@ -125,6 +129,7 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     folders = {f.name: f for f in discover(ROOT)}
     env.globals["colors"] = framework_colors(df["framework"])
     env.globals["shares"] = SHARES
+    env.globals["side_by_side"] = SIDE_BY_SIDE  # the nav and the index link it
     texts = mode_texts(ROOT)
     written = []
     common = {"notes": notes}
@@ -140,8 +145,13 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     index.write_text(env.get_template("index.html.j2").render(
         **common, root="", cards=cards, claims=claims, best_rule=best_rule(), legend=legend(),
         tables=[(t, a, table(d, "")) for t, a, d in tables[:1]],
-        plots=[p.name for p in plots[:1]], more_plots=len(plots) > 1, downloads=[d.name for d in downloads]))
+        plots=[p.name for p in plots[:1]], more_plots=len(plots) > 1, downloads=[d.name for d in downloads],
+        pairs=pairs or []))
     written.append(index)
+    side = out / SIDE_BY_SIDE  # each framework beside its counterpart in another language
+    side.write_text(env.get_template("side_by_side.html.j2").render(**common, root="", pairs=pairs or [],
+                                                                      columns=COLUMNS))
+    written.append(side)
     plots_page = out / "plots.html"  # every plot; the index shows the first (the leaks) alone, to stay light
     plots_page.write_text(env.get_template("plots.html.j2").render(**common, root="", plots=[p.name for p in plots]))
     written.append(plots_page)
