@@ -90,18 +90,19 @@ def tests(session: nox.Session, suite: str) -> None:
 def bench(session: nox.Session, adapter: str) -> None:
     """Every stop mode x scenario x offset x tool style x repetition for one framework (and its variants)."""
     install_framework(session, adapter)
-    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
-                *session.posargs)
     if session.posargs:  # a partial run by hand: just that
+        session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
+                    *SELECT, *session.posargs)
         return
-    # the mitigation comparison: every mode, q3_report's event anchors, async tools
-    session.run("stopbench", "run", "--adapter", adapter, "--scenario", "q3_report", "--tools", "async",
-                *[a for o in MITIGATION_OFFSETS for a in ("--offset", o)],
-                *[a for m in ("saga", "idempotent", "saga+idempotent") for a in ("--mitigation", m)],
-                "--jobs", JOBS, "--out", RESULTS, *SELECT)
-    session.run("stopbench", "run", "--adapter", adapter, *ORPHAN_CELL,
-                *[a for launch in MCP_LAUNCHES for a in ("--mcp-launch", launch)], "--host", "close", "--host", "crash",
-                "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT)
+    # one run (one world, one queue: no pause between matrices): the main matrix; the mitigation comparison (every
+    # mode, q3_report's event anchors, async tools); the orphan matrix (every MCP launch, a host that closes or
+    # crashes)
+    mitigations = " ".join(f"--mitigation {m}" for m in ("saga", "idempotent", "saga+idempotent"))
+    offsets = " ".join(f"--offset {o}" for o in MITIGATION_OFFSETS)
+    launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
+    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
+                "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
+                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}")
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
                     "--out", RESULTS, *SELECT)

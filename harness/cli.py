@@ -59,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         observe_ms=args.observe_ms, anchors=args.anchors, mcp_launches=args.mcp_launch or ["direct"],
         hosts=args.host or ["close"], reps_rule=args.reps_rule,
     )
+    opts.also = [_also(opts, text) for text in args.also or []]
     import signal
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped by CI or nox: same as Ctrl-C
@@ -69,6 +70,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OutputError as e:
         raise UsageError(str(e)) from e
     return 0
+
+
+def _matrix_parser(prog: str) -> argparse.ArgumentParser:
+    """The options that make a matrix (`run`'s, and each `--also`'s)."""
+    p = argparse.ArgumentParser(prog=prog, add_help=False, exit_on_error=False)
+    p.add_argument("--mode", action="append", help="stop mode (repeatable; default: every mode)")
+    p.add_argument("--scenario", action="append", help="scenario name (repeatable; default: all)")
+    p.add_argument("--offset", action="append", help="offset (repeatable; default: the scenario's own)")
+    p.add_argument("--tools", action="append", choices=["sync", "async", "mcp"],
+                   help="tool style (repeatable; default: every style the adapter supports)")
+    p.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
+                   help="harness-side mitigation (repeatable; default: none)")
+    p.add_argument("--mcp-launch", action="append", choices=LAUNCHES,
+                   help="how the MCP server is launched, for MCP tools (repeatable; default: direct): a launcher "
+                        "chain that does not forward signals, a server deaf to the end of stdin, one that also "
+                        "ignores SIGTERM (harness/tools/mcp_launch.py)")
+    p.add_argument("--host", action="append", choices=HOSTS,
+                   help="what the app hosting the agent does after the stop (repeatable; default: close): "
+                        "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
+                        "watched for the observation window, then reaped)")
+    p.add_argument("--reps", type=int, default=1)
+    return p
+
+
+def _also(base, text: str):
+    """One `--also` matrix: the run's options with its own matrix options (a bad one: exit 2 naming it)."""
+    import dataclasses
+    import shlex
+
+    try:
+        a = _matrix_parser("--also").parse_args(shlex.split(text))
+    except (argparse.ArgumentError, ValueError) as e:
+        raise UsageError(f"--also {text!r}: {e}") from e
+    if a.reps < 1:
+        raise UsageError(f"--also {text!r}: --reps {a.reps}: must be at least 1")
+    return dataclasses.replace(base, modes=a.mode or [], scenarios=a.scenario or [], offsets=a.offset or [],
+                               tool_styles=a.tools or [], mitigations=a.mitigation or ["none"], reps=a.reps,
+                               mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"], also=[])
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -308,24 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"stopbench {harness.__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    r = sub.add_parser("run", help="run trials for one adapter and append rows to OUT/raw/")
+    r = sub.add_parser("run", help="run trials for one adapter and append rows to OUT/raw/",
+                       parents=[_matrix_parser("run")])
     r.add_argument("--adapter", required=True, help="built-in name, entry-point name or package.module:Class")
-    r.add_argument("--mode", action="append", help="stop mode (repeatable; default: every mode)")
-    r.add_argument("--scenario", action="append", help="scenario name (repeatable; default: all)")
-    r.add_argument("--offset", action="append", help="offset (repeatable; default: the scenario's own)")
-    r.add_argument("--tools", action="append", choices=["sync", "async", "mcp"],
-                   help="tool style (repeatable; default: every style the adapter supports)")
-    r.add_argument("--mitigation", action="append", choices=["none", "saga", "idempotent", "saga+idempotent"],
-                   help="harness-side mitigation (repeatable; default: none)")
-    r.add_argument("--mcp-launch", action="append", choices=LAUNCHES,
-                   help="how the MCP server is launched, for MCP tools (repeatable; default: direct): a launcher "
-                        "chain that does not forward signals, a server deaf to the end of stdin, one that also "
-                        "ignores SIGTERM (harness/tools/mcp_launch.py)")
-    r.add_argument("--host", action="append", choices=HOSTS,
-                   help="what the app hosting the agent does after the stop (repeatable; default: close): "
-                        "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
-                        "watched for the observation window, then reaped)")
-    r.add_argument("--reps", type=int, default=1)
+    r.add_argument("--also", action="append", metavar="'MATRIX OPTIONS'",
+                   help="another matrix of the same adapter in the same run, its --mode .. --reps given as one "
+                        "argument (repeatable; e.g. --also '--scenario q3_report --mitigation saga'): one world, "
+                        "one queue, no pause between matrices; every other option is the run's")
     r.add_argument("--reps-rule", choices=list(REPS_RULES), default=DEFAULT_REPS_RULE,
                    help="which repetitions run: " + "; ".join(f"{k}: {v}" for k, v in REPS_RULES.items())
                    + " (harness/results/repetitions.py)")

@@ -83,6 +83,7 @@ def test_one_time_offset_trial_at_a_time_is_before_its_stop_and_others_fill_the_
     at_work, observing = Slot(False, False), Slot(True, False)
     timed_waiting = Slot(False, True)
     assert c.pick([True, False], []) == 0  # nothing running: the time-offset trial goes first
+    assert c.pick([False, True], []) == 1  # time-offset trials go one after another: one as soon as it may
     assert c.pick([True, False], [at_work]) == 0  # trials at work run at the lowest priority: it goes anyway
     assert c.pick([True, True], [timed_waiting]) is None  # one time-offset trial before its stop at a time
     assert c.pick([True, False], [timed_waiting]) == 1  # an event-anchored one fills the machine meanwhile
@@ -132,3 +133,19 @@ def test_anchors_takes_the_event_or_the_time_offsets_of_the_matrix():
     time_ = set(_ids(RunOptions(adapter="reference", anchors="time")))
     assert (len(event), len(time_)) == (3 * 15, 3 * 5)  # styles x the 15 event and 5 time offsets
     assert event | time_ == whole and not event & time_
+
+
+def test_also_adds_matrices_to_the_run_each_trial_once(tmp_path, capsys):
+    from harness.cli import _also
+    from harness.trial.runner import plan_all
+
+    scenarios = load_scenarios()
+    base = RunOptions(adapter="reference", scenarios=["q3_report"], tool_styles=["async"], reps=1)
+    base.also = [_also(base, "--scenario q3_report --tools async --offset on:token:40 --mitigation saga"),
+                 _also(base, "--scenario q3_report --tools async --offset on:token:40 --reps 2")]
+    ids = [s.trial_id(scenarios[s.scenario].digest) for s in plan_all(load_adapter("reference"), base, scenarios)]
+    assert len(ids) == len(set(ids)) == 4 + 1 + 1  # q3_report's 4 offsets; saga at one; its second repetition
+    assert ids[4].endswith("|on:token:40|async|saga|0") and ids[5].endswith("|on:token:40|async|none|1")
+    assert main(["run", "--adapter", "reference", "--also", "--tools bogus", "--out", str(tmp_path)]) == 2
+    assert "--also '--tools bogus'" in capsys.readouterr().err
+    assert not (tmp_path / "raw").exists()

@@ -65,12 +65,14 @@ class Concurrency:
 
         A stop at a time offset must fire on a run the others do not slow (an event anchor freezes the world until
         the stop, a time offset cannot): every subject but a time-offset one before its stop runs at the lowest CPU
-        priority (harness/trial/priority.py), and one time-offset trial at a time is before its stop. The others
-        fill the machine meanwhile; rows do not depend on the order trials start in."""
+        priority (harness/trial/priority.py), and one time-offset trial at a time is before its stop: those go one
+        after the other, so one starts as soon as it may (they would otherwise be left for the end of the run, in
+        a line), and the others fill the machine meanwhile. Rows do not depend on the order trials start in."""
         if not self.admits([r.observing for r in running]):
             return None
-        timed_running = any(r.timed_before_stop for r in running)
-        return next((i for i, t in enumerate(timed) if not t or not timed_running), None)
+        if not any(r.timed_before_stop for r in running) and any(timed):
+            return timed.index(True)
+        return next((i for i, t in enumerate(timed) if not t), None)
 
     def observe(self, row: dict[str, Any]) -> None:
         """After each finished trial. Late event-anchored stops are the harness's own lateness (the world's push

@@ -62,6 +62,9 @@ class RunOptions:
     anchors: str = "all"  # all | event | time: only the trials whose offset is of that kind (ANCHOR_KINDS)
     world_url: str | None = None  # a world already running (a test session's); None: start one for the run
     reps_rule: str = DEFAULT_REPS_RULE  # harness/results/repetitions.py REPS_RULES
+    #: more matrices of the same adapter in the same run (one world, one queue: no pause between them); each
+    #: these options with its own modes ... reps (`stopbench run --also`)
+    also: list[RunOptions] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         """Parse at the edge, once: offsets and mitigations given as text become typed values here."""
@@ -114,9 +117,15 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
     return opts.shard.take(specs, cell=lambda s: s.cell) if opts.shard else specs
 
 
+def plan_all(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
+    """The run's matrix and each `also` matrix, in that order, every trial once."""
+    planned = [s for o in (opts, *opts.also) for s in plan(adapter_cls, o, scenarios)]
+    return list({s.trial_id(scenarios[s.scenario].digest): s for s in planned}.values())
+
+
 def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
     scenarios = load_scenarios(opts.scenarios_dir)
-    specs = plan(adapter_cls, opts, scenarios)
+    specs = plan_all(adapter_cls, opts, scenarios)
     out_file = raw_file(opts.out, adapter_cls.name)
     with RawFileLock(out_file):
         return _run_locked(adapter_cls, opts, scenarios, specs, out_file, log)
