@@ -17,7 +17,7 @@ import json
 import time
 from typing import Any
 
-from openai import AsyncOpenAI
+from openai import APIConnectionError, AsyncOpenAI
 
 from harness.contract.adapter import McpServer
 from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread, warm
@@ -25,6 +25,9 @@ from harness.stop_button import NOT_SENT, StopPressed
 from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
 
 from .checkpoint import Checkpoint
+
+#: a model stream that breaks off mid-way is asked again this many times (the SDK's own retries, for requests)
+STREAM_RETRIES = 2
 
 
 class ReferenceAdapter(KitAdapter):
@@ -71,6 +74,7 @@ class ReferenceAdapter(KitAdapter):
     # --- the agent loop ---------------------------------------------------------------------------
 
     async def _loop(self) -> None:
+        dropped = 0  # streams dropped mid-way in a row: asked again, as the SDK retries a failed request
         while True:
             pending = self.checkpoint.pending_calls()
             if pending:
@@ -80,7 +84,14 @@ class ReferenceAdapter(KitAdapter):
                 except StopPressed as e:  # the stop is pressed, its cancel is on the way: end as cancelled
                     raise asyncio.CancelledError() from e
                 continue
-            message = await self._model_turn()
+            try:
+                message = await self._model_turn()
+            except APIConnectionError:  # the SDK retries a request that failed, not a stream that broke off
+                dropped += 1
+                if dropped > STREAM_RETRIES:
+                    raise
+                continue
+            dropped = 0
             self.checkpoint.turns.append(message)
             self.checkpoint.save()
             if not message.get("tool_calls"):
