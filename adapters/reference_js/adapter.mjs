@@ -11,6 +11,7 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { monotonicNs, StopPressed, Toolbox } from "stopbench-tools";
 import { callTool, openMcp } from "stopbench-tools/mcp";
 import { installedVersion, serve } from "stopbench-tools/protocol";
@@ -54,6 +55,31 @@ class Checkpoint {
   }
 }
 
+/** A request sent again at most this many times, as the openai SDKs do (DEFAULT_MAX_RETRIES). */
+const RETRIES = 2;
+
+/** A failed model request that may succeed when sent again: its status (408, 409, 429, >= 500), a connection
+ * error, or a stream that broke off before its end; `retryAfterS` from the Retry-After header. */
+class Retryable extends Error {
+  constructor(message, retryAfterS = null) {
+    super(message);
+    this.retryAfterS = retryAfterS;
+  }
+}
+
+/** modelTurn, sent again after a Retryable failure (the SDKs' back-off: Retry-After, else 0.5 s doubled), at most
+ * RETRIES times; the wait is cut short by the stop (the signal). */
+async function modelTurnRetrying(ctx, tools, messages, signal) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await modelTurn(ctx, tools, messages, signal);
+    } catch (e) {
+      if (!(e instanceof Retryable) || signal.aborted || attempt >= RETRIES) throw e;
+      await sleep(1000 * (e.retryAfterS ?? 0.5 * 2 ** attempt), undefined, { signal });
+    }
+  }
+}
+
 /** One streamed Chat Completions request; resolves to the assistant message. The signal closes the stream. */
 function modelTurn(ctx, tools, messages, signal) {
   const body = JSON.stringify({ model: ctx.model_name, stream: true, tools, messages });
@@ -65,13 +91,17 @@ function modelTurn(ctx, tools, messages, signal) {
     }, (res) => {
       if (res.statusCode >= 400) {
         res.resume();
-        reject(new Error(`model API: HTTP ${res.statusCode}`));
+        const again = [408, 409, 429].includes(res.statusCode) || res.statusCode >= 500;
+        const after = Number(res.headers["retry-after"]);
+        const error = `model API: HTTP ${res.statusCode}`;
+        reject(again ? new Retryable(error, after > 0 && after <= 60 ? after : null) : new Error(error));
         return;
       }
       res.setEncoding("utf8");
       const text = [];
       const calls = {};
       let buffer = "";
+      let done = false;
       res.on("data", (chunk) => {
         buffer += chunk;
         const lines = buffer.split("\n");
@@ -79,7 +109,10 @@ function modelTurn(ctx, tools, messages, signal) {
         for (const line of lines) {
           if (!line.startsWith("data:")) continue;
           const data = line.slice(5).trim();
-          if (data === "[DONE]") continue;
+          if (data === "[DONE]") {
+            done = true;
+            continue;
+          }
           const delta = JSON.parse(data).choices?.[0]?.delta;
           if (!delta) continue;
           if (delta.content) text.push(delta.content);
@@ -92,14 +125,19 @@ function modelTurn(ctx, tools, messages, signal) {
         }
       });
       res.on("end", () => {
+        if (!done) {
+          reject(new Retryable("model API: the stream broke off before its end"));
+          return;
+        }
         const message = { role: "assistant", content: text.join("") || null };
         const indexes = Object.keys(calls).map(Number).sort((a, b) => a - b);
         if (indexes.length) message.tool_calls = indexes.map((i) => calls[i]);
         resolve(message);
       });
-      res.on("error", reject);
+      res.on("error", (e) => reject(signal.aborted ? e : new Retryable(`model API: ${e.message}`)));
+      res.on("aborted", () => reject(signal.aborted ? new Error("aborted") : new Retryable("model API: the stream broke off")));
     });
-    req.on("error", reject);
+    req.on("error", (e) => reject(signal.aborted || e.name === "AbortError" ? e : new Retryable(`model API: ${e.message}`)));
     req.end(body);
   });
 }
@@ -181,7 +219,7 @@ class ReferenceJs {
         continue;
       }
       signal.throwIfAborted();
-      const message = await modelTurn(this.ctx, this.tools, this.checkpoint.messages(this.ctx.system_prompt, this.ctx.prompt), signal);
+      const message = await modelTurnRetrying(this.ctx, this.tools, this.checkpoint.messages(this.ctx.system_prompt, this.ctx.prompt), signal);
       this.checkpoint.turns.push(message);
       this.checkpoint.save();
       if (!message.tool_calls) return;
