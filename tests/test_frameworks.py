@@ -62,22 +62,20 @@ def test_ci_workflows_take_their_matrix_from_the_folders():
             assert "reference, langgraph" not in text, f"{workflow.name} lists frameworks by hand"
 
 
-def test_a_malformed_manifest_names_file_and_field(tree: Path):
+@pytest.mark.parametrize(("text", "error"), [
+    ('dependencies = "crewai"\n', r"zz_throwaway/framework.toml: dependencies: expected a list"),
+    ('dependencies = []\nextras = ["x"]\n', r"zz_throwaway/framework.toml: unknown field\(s\) extras"),
+    ('dependencies = []\ncounterpart = "nothing-here"\n', r"framework.toml: counterpart: 'nothing-here' is no"),
+    ('dependencies = []\ncounterpart = ["langgraph"]\n', r"framework.toml: counterpart: expected an adapter"),
+    (None, r"zz_throwaway/framework.toml: missing"),
+])
+def test_a_malformed_manifest_names_file_and_field(tree: Path, text: str | None, error: str):
     manifest = tree / "adapters" / "zz_throwaway" / "framework.toml"
-    manifest.write_text('dependencies = "crewai"\n')
-    with pytest.raises(frameworks.FrameworkError, match=r"zz_throwaway/framework.toml: dependencies: expected a list"):
-        frameworks.discover(tree)
-    manifest.write_text('dependencies = []\nextras = ["x"]\n')
-    with pytest.raises(frameworks.FrameworkError, match=r"unknown field\(s\) extras"):
-        frameworks.discover(tree)
-    manifest.write_text('dependencies = []\ncounterpart = "nothing-here"\n')
-    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: counterpart: 'nothing-here' is no"):
-        frameworks.discover(tree)
-    manifest.write_text('dependencies = []\ncounterpart = ["langgraph"]\n')
-    with pytest.raises(frameworks.FrameworkError, match=r"framework.toml: counterpart: expected an adapter"):
-        frameworks.discover(tree)
-    manifest.unlink()
-    with pytest.raises(frameworks.FrameworkError, match=r"zz_throwaway/framework.toml: missing"):
+    if text is None:
+        manifest.unlink()
+    else:
+        manifest.write_text(text)
+    with pytest.raises(frameworks.FrameworkError, match=error):
         frameworks.discover(tree)
 
 
