@@ -28,6 +28,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from harness.trial.utilization import HELD
+
 BUSY = 0.9  # below this share of every core, a second counts as idle
 
 
@@ -64,8 +66,7 @@ def why(t: float, lines: list[dict], times: list[float]) -> str:
     if not near:
         return "between runs (nox, installs, prepare, world start)"
     line = min(near, key=lambda r: abs(r["t"] - t))
-    return {"limit": "at the concurrency limit", "timed": "one time-offset trial before its stop",
-            "tail": "the run's last trials finishing"}.get(line["held"] or "", "trials in flight all waiting")
+    return HELD.get(line["held"] or "", "trials in flight, all waiting")
 
 
 def main(argv: list[str] | None = None) -> int:
