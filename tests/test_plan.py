@@ -149,3 +149,23 @@ def test_also_adds_matrices_to_the_run_each_trial_once(tmp_path, capsys):
     assert main(["run", "--adapter", "reference", "--also", "--tools bogus", "--out", str(tmp_path)]) == 2
     assert "--also '--tools bogus'" in capsys.readouterr().err
     assert not (tmp_path / "raw").exists()
+
+
+def test_a_trial_two_matrices_share_is_in_one_shard_only():
+    from harness.cli import _also
+    from harness.trial.runner import plan_all
+
+    scenarios = load_scenarios()
+
+    def ids(shard: str | None) -> list[str]:
+        base = RunOptions(adapter="reference", scenarios=["q3_report"], reps=2, shard=shard)
+        # the orphan matrix's shape: its direct launch with a closing host is a cell of the main matrix
+        base.also = [_also(base, "--scenario q3_report --offset on:effect_received:email --tools mcp "
+                                 "--mcp-launch direct --mcp-launch launcher --host close --host crash --reps 2")]
+        return [s.trial_id(scenarios[s.scenario].digest) for s in plan_all(load_adapter("reference"), base, scenarios)]
+
+    whole = ids(None)
+    shards = [ids(f"{k}/3") for k in (1, 2, 3)]
+    merged = [i for s in shards for i in s]
+    assert len(whole) == len(set(whole)) == 3 * 4 * 2 + 3 * 2  # styles x offsets x reps; + launcher/crash cells
+    assert sorted(merged) == sorted(whole)  # each trial in exactly one shard

@@ -113,14 +113,20 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
                                    mcp_launch=launch, host=host))
-    # a cell's repetitions share a shard: the rule for later repetitions reads the first ones
-    return opts.shard.take(specs, cell=lambda s: s.cell) if opts.shard else specs
+    return take_shard(specs, opts.shard)
+
+
+def take_shard(specs: list[TrialSpec], shard: Shard | None) -> list[TrialSpec]:
+    """The shard's part of a plan; a cell's repetitions share a shard (the rule for later repetitions reads the
+    first ones)."""
+    return shard.take(specs, cell=lambda s: s.cell) if shard else specs
 
 
 def plan_all(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario]) -> list[TrialSpec]:
-    """The run's matrix and each `also` matrix, in that order, every trial once."""
-    planned = [s for o in (opts, *opts.also) for s in plan(adapter_cls, o, scenarios)]
-    return list({s.trial_id(scenarios[s.scenario].digest): s for s in planned}.values())
+    """The run's matrix and each `also` matrix, in that order, every trial once. A shard is taken of their union:
+    a trial two matrices share (the orphan matrix's direct launch is a cell of the main one) is in one shard."""
+    planned = [s for o in (opts, *opts.also) for s in plan(adapter_cls, replace(o, shard=None), scenarios)]
+    return take_shard(list({s.trial_id(scenarios[s.scenario].digest): s for s in planned}.values()), opts.shard)
 
 
 def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.stderr) -> list[dict[str, Any]]:
