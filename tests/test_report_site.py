@@ -337,3 +337,13 @@ def test_a_table_too_large_for_one_page_gets_a_page_per_adapter_and_the_readme_l
     event = readme[readme.index("## Event-anchored trials"):]
     event = event[:event.index("\n## ", 1)]
     assert "[the site's details page](site/details.html)" in event and "| adapter" not in event
+
+
+def test_the_count_of_frameworks_leaves_the_reference_agents_out():
+    from harness.results.report import counts_text, trial_counts
+
+    df = pd.DataFrame({"framework": ["reference", "reference-js", "langgraph", "langgraph-js", "langgraph"],
+                       "status": ["ok"] * 5})
+    assert counts_text(trial_counts(df, df)).startswith("5 trials of 2 agent frameworks and 2 reference agents (")
+    one = df[df["framework"] != "reference-js"]
+    assert counts_text(trial_counts(one, one)).startswith("4 trials of 2 agent frameworks and the reference agent (")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.clock import TRIGGER_TOLERANCE_MS
-from harness.frameworks import CORE
+from harness.frameworks import is_reference
 from harness.results import schema
 from harness.results.capability import CAPABILITY_RULES, capability_rows
 from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
@@ -232,12 +232,12 @@ def trial_counts(full, df) -> dict[str, int]:
     """The report's one count of trials, and its parts, computed once: every page says these numbers."""
     return {"rows": len(full), "main": len(df), "orphan_matrix": len(full) - len(df),
             "skipped": int((~is_measured(df)).sum()),
-            "frameworks": int(df.loc[df["framework"] != CORE, "framework"].nunique()),
-            "reference": int(bool((df["framework"] == CORE).any()))}
+            "frameworks": sum(not is_reference(f) for f in df["framework"].unique()),
+            "references": sum(is_reference(f) for f in df["framework"].unique())}
 
 
 def counts_text(c: dict[str, int]) -> str:
-    ref = " and the reference agent" if c["reference"] else ""
+    ref = {0: "", 1: " and the reference agent"}.get(c["references"], f" and {c['references']} reference agents")
     frameworks = f"{c['frameworks']} agent framework" + ("" if c["frameworks"] == 1 else "s")
     return (f"{c['rows']:,} trials of {frameworks}{ref} ({c['main']:,} in the main matrix, "
             f"{c['skipped']:,} of them skipped; {c['orphan_matrix']:,} in the orphan matrix)")
