@@ -17,6 +17,7 @@ import nox
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
+from harness.install_state import install_digest, is_installed, mark_installed  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -51,22 +52,34 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
-    process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed)."""
+    process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed).
+    A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
-    session.install("-e", spec, *FRAMEWORKS[name].install_args())
-    compile_bytecode(session)
+    args = ["-e", spec, *FRAMEWORKS[name].install_args()]
+    env = Path(session.virtualenv.location)
+    digest = install_digest(args, [ROOT / "pyproject.toml"])
+    if not is_installed(env, digest):
+        session.install(*args)
+        compile_bytecode(session, site_packages=True)
+        mark_installed(env, digest)
+    compile_bytecode(session)  # the repository's own code changes between sessions; it is small
     protocol = FRAMEWORKS[name].protocol
     if protocol is not None and protocol.npm:
-        session.run("npm", "ci", "--prefix", str(protocol.folder), external=True)
+        modules = protocol.folder / "node_modules"
+        lock = install_digest(["npm", "ci"], [protocol.folder / "package.json", protocol.folder / "package-lock.json"])
+        if not is_installed(modules, lock):
+            session.run_install("npm", "ci", "--prefix", str(protocol.folder), external=True)
+            mark_installed(modules, lock)
 
 
-def compile_bytecode(session: nox.Session) -> None:
-    """Every module of the environment, the harness and the adapters compiled to bytecode now, once, as pip does
-    at install (uv does not, and with PYTHONDONTWRITEBYTECODE set nothing is cached): otherwise every subject, MCP
-    server and world process compiles what it imports again, up to ~0.5 s of CPU a trial that no user pays.
-    Files that do not compile (templates, other Python versions' code) are left as they are."""
-    session.run("python", "-c", "import compileall, site; [compileall.compile_dir(d, quiet=2, workers=0) for d in "
-                "[*site.getsitepackages(), 'harness', 'adapters', 'stopbench']]", silent=True)
+def compile_bytecode(session: nox.Session, site_packages: bool = False) -> None:
+    """The repository's code (and with `site_packages`, every installed module) compiled to bytecode now, once,
+    as pip does at install (uv does not, and with PYTHONDONTWRITEBYTECODE set nothing is cached): otherwise every
+    subject, MCP server and world process compiles what it imports again, up to ~0.5 s of CPU a trial that no user
+    pays. Files that do not compile (templates, other Python versions' code) are left as they are."""
+    folders = ", ".join(["*site.getsitepackages()"] * site_packages + ["'harness'", "'adapters'", "'stopbench'"])
+    session.run_install("python", "-c", "import compileall, site; [compileall.compile_dir(d, quiet=2, workers=0) "
+                        f"for d in [{folders}]]", silent=True)  # part of the install: also under --install-only
 
 
 @nox.session
