@@ -4,7 +4,7 @@
 // - the model stream is closed the moment stop arrives (the controller's signal aborts the request);
 // - tool calls already sent are awaited, not abandoned, so their outcome is known; a call not yet sent when stop
 //   is pressed is not sent (its tool asks the trial's stop button as the request leaves);
-// - every effect that committed after the stop is compensated (recall / close / cancel / delete);
+// - every effect that committed after the press is compensated (recall / close / cancel / delete);
 // - each step carries an idempotency key, and a checkpoint of completed steps lets resume continue without
 //   repeating a side effect or a model turn.
 // `sigterm` is the same stop pressed by a signal: the app's SIGTERM handler (serve() installs it).
@@ -171,12 +171,24 @@ class ReferenceJs {
   }
 
   async stop() {
-    this.stopNs = monotonicNs();
+    this.stopNs = this.pressedNs() ?? monotonicNs();
     this.controller.abort();
     await this.job.catch(() => {}); // first the model stream: closed once the loop has unwound
     await Promise.allSettled([...this.inflight]);
     await this.compensateLateEffects();
     await this.closeMcp();
+  }
+
+  /** When the user pressed stop: the trial's stop button holds that moment (the same monotonic clock). The stop
+   * request arrives later (a message, then this event loop's turn): an effect that committed in between committed
+   * after the press, and is undone like any other. */
+  pressedNs() {
+    try {
+      const text = readFileSync(this.ctx.stop_button.path, "utf8").trim();
+      return text ? BigInt(text) : null;
+    } catch {
+      return null;
+    }
   }
 
   async resume() {
