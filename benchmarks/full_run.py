@@ -28,7 +28,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harness.trial.utilization import HELD
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run by the machine's python3, around nox
+from harness.trial.utilization import HELD  # noqa: E402 (standard library only)
 
 BUSY = 0.9  # below this share of every core, a second counts as idle
 
