@@ -2,8 +2,8 @@
 // node:http) with the scenario's tools from stopbench-tools, stopped with an AbortController, as a JavaScript chat
 // UI's stop button is. It does what adapters/reference does:
 // - the model stream is closed the moment stop arrives (the controller's signal aborts the request);
-// - tool calls already sent are awaited, not abandoned, so their outcome is known; a call not yet sent when stop
-//   is pressed is not sent (its tool asks the trial's stop button as the request leaves);
+// - tool calls already sent are awaited, not abandoned, so their outcome is known; a call or model request not yet
+//   sent when stop is pressed is not sent (it asks the trial's stop button as it leaves);
 // - every effect that committed after the press is compensated (recall / close / cancel / delete);
 // - each step carries an idempotency key, and a checkpoint of completed steps lets resume continue without
 //   repeating a side effect or a model turn.
@@ -231,6 +231,9 @@ class ReferenceJs {
         continue;
       }
       signal.throwIfAborted();
+      // like a tool call, a model request not yet sent when stop is pressed is not sent: a signal or a stop request
+      // reaches this process after the press, and the loop may be about to ask again in between
+      if (this.pressedNs() !== null) throw abortError();
       const message = await modelTurnRetrying(this.ctx, this.tools, this.checkpoint.messages(this.ctx.system_prompt, this.ctx.prompt), signal);
       this.checkpoint.turns.push(message);
       this.checkpoint.save();
