@@ -25,6 +25,7 @@ ALLOWED = {
     "frameworks": set(),  # standard library only: nox and CI read it before anything is installed
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
+    "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
     "tools": {"vocabulary", "clock", "stop_button"},
     "scenario": {"tools"},
     "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
