@@ -17,7 +17,7 @@ import nox
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
-from harness.install_state import install_digest, is_installed, mark_installed  # noqa: E402 (stdlib only)
+from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -66,7 +66,7 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     protocol = FRAMEWORKS[name].protocol
     if protocol is not None and protocol.npm:
         modules = protocol.folder / "node_modules"
-        lock = install_digest(["npm", "ci"], [protocol.folder / "package.json", protocol.folder / "package-lock.json"])
+        lock = install_digest(["npm", "ci"], npm_inputs(protocol.folder))
         if not is_installed(modules, lock):
             session.run_install("npm", "ci", "--prefix", str(protocol.folder), external=True)
             mark_installed(modules, lock)

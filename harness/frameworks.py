@@ -59,13 +59,13 @@ ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "framework.toml"
 #: the framework that the core test suite covers (it needs no framework of its own)
 CORE = "reference"
+TOOL_STYLES = ("sync", "async", "mcp")
 
 
 def is_reference(name: str) -> bool:
     """A reference agent: the Python one (CORE) or its port to another language (`reference-<language>`). They
     stop right by design; a count of the frameworks measured leaves them out."""
     return name == CORE or name.startswith(f"{CORE}-")
-TOOL_STYLES = ("sync", "async", "mcp")
 
 
 class FrameworkError(ValueError):

@@ -3,15 +3,17 @@
 nox reuses each session's virtualenv, but `uv pip install -e .` rebuilds the project every time (uv always rebuilds
 a local directory given explicitly), byte-compiling walks every installed file again, and `npm ci` deletes and
 rewrites node_modules: ~20 s before a session's first trial, 17 times a run. A marker in the environment records
-the digest of everything the install read: its arguments, pyproject.toml, and the files they name (`-c`, `-r`,
-a lockfile). An equal digest means the install would change nothing; an editable install's code is read live, so
-only what the digest covers can make it stale. A recreated environment has no marker and installs in full.
+the digest of everything the install read: its arguments, pyproject.toml, and the files they name (`-c`, `-r`, a
+lockfile, every file of a `file:` dependency, which npm copies in: `install-links`). An equal digest means the
+install would change nothing; an editable install's code is read live, so only what the digest covers can make it
+stale. A recreated environment has no marker and installs in full.
 Standard library only: noxfile.py imports it before any environment exists.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,3 +47,18 @@ def is_installed(env: Path, digest: str) -> bool:
 def mark_installed(env: Path, digest: str) -> None:
     """Record, after a finished install, what it was."""
     (env / MARKER).write_text(digest + "\n")
+
+
+def npm_inputs(folder: Path) -> list[Path]:
+    """What `npm ci` in `folder` reads: package.json, package-lock.json, and every file of each dependency given as
+    a local folder (`"file:../../js/stopbench-tools"`), which npm copies into node_modules, so a change there must
+    install again."""
+    manifest = folder / "package.json"
+    found = [manifest, folder / "package-lock.json"]
+    data = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    for section in ("dependencies", "devDependencies", "optionalDependencies"):
+        for spec in (data.get(section) or {}).values():
+            if isinstance(spec, str) and spec.startswith("file:"):
+                local = (folder / spec.removeprefix("file:")).resolve()
+                found += sorted(p for p in local.rglob("*") if p.is_file() and "node_modules" not in p.parts)
+    return found

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from harness.install_state import install_digest, is_installed, mark_installed
+from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs
 
 
 def test_the_digest_follows_the_arguments_and_every_file_the_install_reads(tmp_path: Path):
@@ -34,3 +35,17 @@ def test_an_environment_is_installed_only_with_a_marker_of_the_same_digest(tmp_p
     assert is_installed(env, "a") and not is_installed(env, "b")
     mark_installed(env, "b")
     assert is_installed(env, "b") and not is_installed(env, "a")
+
+
+def test_a_change_in_a_local_npm_dependency_installs_again(tmp_path: Path):
+    # npm copies a `file:` dependency into node_modules (install-links): its files are inputs of the install
+    tools, adapter = tmp_path / "js" / "tools", tmp_path / "adapters" / "a"
+    tools.mkdir(parents=True)
+    adapter.mkdir(parents=True)
+    (tools / "tools.mjs").write_text("export const a = 1;\n")
+    (adapter / "package.json").write_text(json.dumps({"dependencies": {"tools": "file:../../js/tools", "ai": "7"}}))
+    (adapter / "package-lock.json").write_text("{}")
+    first = install_digest(["npm", "ci"], npm_inputs(adapter))
+    assert install_digest(["npm", "ci"], npm_inputs(adapter)) == first
+    (tools / "tools.mjs").write_text("export const a = 2;\n")
+    assert install_digest(["npm", "ci"], npm_inputs(adapter)) != first
