@@ -57,7 +57,7 @@ def test_the_plugin_runs_a_users_agent_and_says_what_happened_after_the_stop(pyt
     result.stdout.fnmatch_lines(["*StopLied: stop lied (q3_report at:100ms, stop event): "
                                  "1 email in flight at the stop committed * ms after stop returned "
                                  "(email_1: to=ops@example.com, subject=q3, body=report); "
-                                 "1 email sent 2* ms after the stop was pressed "
+                                 "1 email sent * ms after the stop was pressed "  # how long after: the machine's load
                                  "(email_2: to=cfo@example.com, subject=q3 again, body=after the stop)"])
 
 
