@@ -3,6 +3,8 @@ the row must say exactly what happened after the stop, however late, however blo
 
 from __future__ import annotations
 
+import re
+
 import psutil
 
 from harness.results.cells import cell, frame
@@ -25,7 +27,11 @@ def test_work_after_the_settle_window_is_seen(tmp_path):
 def test_a_run_that_never_goes_quiet_is_a_runaway(tmp_path):
     (row,) = run(KA + "NeverQuiet", tmp_path, offsets=["at:50ms"])
     assert row["status"] == "runaway"
-    assert row["reason"] == "'settle': the run was not quiet 5s after the observation floor"
+    # at the deadline the poster is either mid-send (the world is not quiet) or in its pause (its thread waits on
+    # a timer): which one is the machine's timing, both are this runaway
+    assert re.fullmatch(r"'settle': the run (was not quiet 5s after the observation floor|still had work scheduled "
+                        r"5s after the observation floor: thread '[^']*\(forever\)' timed wait)", row["reason"]), \
+        row["reason"]
     # what was measured is kept: an email every ~250 ms (150 ms latency + 100 ms pause) for 2 s + 5 s
     assert row["effects_after_stop"] >= 20 and row["effects_leaked"] == row["effects_after_stop"]
     assert row["lie_ms"] > 6000
