@@ -458,6 +458,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def extra_providing(module: str | None) -> str | None:
+    """The optional extra of stopbench (pyproject.toml) that installs `module`, if one does: a command run where
+    that extra is missing (a framework's bench environment has no pandas) says so instead of a traceback."""
+    import re
+    from importlib import metadata
+
+    if not module:
+        return None
+    try:
+        requirements = metadata.requires("stopbench") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        package = re.split(r"[<>=!~\[\s]", name.strip(), maxsplit=1)[0]
+        if extra and package.lower().replace("-", "_") == module.split(".")[0].lower():
+            return extra.group(1)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -465,6 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (UsageError, AdapterError, ScenarioError, MitigationError, ShardError) as e:
         print(f"stopbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        extra = extra_providing(e.name)
+        if extra is None:
+            raise
+        print(f"stopbench {args.command}: error: needs {e.name}, from stopbench's {extra!r} extra: install it with "
+              f"`pip install 'stopbench[{extra}]'` (or run it where it is, e.g. `nox -s {extra}`'s environment)",
+              file=sys.stderr)
         return 2
 
 

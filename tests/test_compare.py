@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from harness.cli import main
@@ -173,3 +174,14 @@ def test_compare_reads_the_main_matrix_and_names_the_orphan_matrix_left_out(tmp_
     assert [c.strip() for c in line.strip("|").split("|")][3] == "36 -> 36"
     assert "the orphan matrix (MCP launch variants, host crash) is not compared: 0 old, 6 new row(s)" in out
     assert "0 of 1 compared row(s) changed in a count or a verdict (p < 0.001); 0 more differ" in out
+
+
+def test_compare_without_the_report_extra_says_what_to_install(tmp_path, capsys, monkeypatch):
+    """Run where pandas is missing (a framework's bench environment): exit code 2 and the extra to install, no
+    traceback."""
+    rows = [row(0, 1)]
+    old, new = folder(tmp_path, "old", rows), folder(tmp_path, "new", rows)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ModuleNotFoundError
+    assert main(["compare", str(old), str(new)]) == 2
+    err = capsys.readouterr().err
+    assert "stopbench compare: error: needs pandas" in err and "stopbench[report]" in err
