@@ -492,8 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"stopbench {args.command}: error: needs {e.name}, from stopbench's {extra!r} extra: install it with "
-              f"`pip install 'stopbench[{extra}]'` (or run it where it is, e.g. `nox -s {extra}`'s environment)",
-              file=sys.stderr)
+              f"`pip install 'stopbench[{extra}]'`", file=sys.stderr)
         return 2
 
 
