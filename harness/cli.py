@@ -141,16 +141,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.compare import CompareError, compare
+    from harness.results.judgement_diff import JudgementDiffError, compare_judgements
 
     try:
-        text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
-    except CompareError as e:
+        if args.judgements:
+            text = compare_judgements(Path(args.old), Path(args.new))
+        else:
+            text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
+    except (CompareError, JudgementDiffError) as e:
         raise UsageError(str(e)) from e
     if args.to:
         Path(args.to).write_text(text)
         print(args.to)
     else:
         print(text)
+    return 0
+
+
+def cmd_rederive(args: argparse.Namespace) -> int:
+    from harness.results.rederive import rederive
+
+    folder = Path(args.dir)
+    if not (folder / "raw").is_dir():
+        raise UsageError(f"{folder}: no raw/ folder of result rows")
+    print(rederive(folder).text())
     return 0
 
 
@@ -389,7 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
                     help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
                          "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
+    cp.add_argument("--judgements", action="store_true",
+                    help="instead: the conclusions of the two folders' reports (summary.json): every best button, "
+                         "capability verdict and claim that moved, with its cause")
     cp.set_defaults(func=cmd_compare)
+
+    rd = sub.add_parser("rederive", help="derive DIR's rows again from their kept evidence with this stopbench's "
+                        "metric code (no trial is run again); says how many rows changed")
+    rd.add_argument("dir", help="a result folder (with raw/ and evidence/)")
+    rd.set_defaults(func=cmd_rederive)
 
     rpr = sub.add_parser("repro", help="write one self-contained Python file that runs a published trial again "
                          "and raises what the world saw (StopLied, StopHung, ResumeRepeated, ...)")

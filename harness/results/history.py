@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.frameworks import release_key
 from harness.results import schema, spread
-from harness.results.capability import capability_row
+from harness.results.capability import capability_verdicts, texts
 from harness.results.cells import cells, frame, numbers
 from harness.results.compare import COUNTS, VERDICTS, agrees, difference_p
 from harness.results.markup import html_table, slug
@@ -58,7 +58,7 @@ def release_table(df):
             if is_unsupported(r).all():
                 line.update({c: "unsupported" for c in (*SHOWN, *map(schema.label, NUMBERS))})
             else:
-                cap = capability_row(r)
+                cap = texts(capability_verdicts(r))
                 line.update({c: cap[c] for c in SHOWN})
                 line.update(cells(r[is_ok(r)], NUMBERS))
             line["versions"] = ", ".join(sorted({f"{k} {v}" for vs in r["versions"] for k, v in (vs or {}).items()
@@ -147,7 +147,7 @@ SHOWN_CELLS = 4
 
 def _measured(g) -> dict[str, Any]:
     """The verdicts and the counts of a group of trials, as a change is read between two of them."""
-    return {**capability_row(g), **cells(g[is_ok(g)], COUNTS.values())}
+    return {**capability_verdicts(g), **cells(g[is_ok(g)], COUNTS.values())}
 
 
 def _cells_behind(col: str, a, b) -> str:

@@ -12,9 +12,12 @@ A metric that could not be measured (the step never happened) is None, never 0.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections import Counter
 from collections.abc import Callable
 from functools import cached_property
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
@@ -156,6 +159,16 @@ class TrialView:
         return next((e["turn"] for e in self.requests if e["req"] == req), -1)
 
 
+@functools.cache
+def metrics_digest() -> str:
+    """A digest of the code a row's measured fields are derived with (this module and the schema): a row that
+    records another was derived by other metric code (`stopbench rederive` derives it again from its evidence)."""
+    h = hashlib.sha256()
+    for module in (__file__, schema.__file__):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()[:12]
+
+
 Metric = Callable[[TrialView], Any]
 #: row field -> the metric that fills it, in registration order
 METRICS: dict[str, Metric] = {}
@@ -263,6 +276,13 @@ def effects_after_stop(tr: TrialView) -> int | None:
 @metric("effects_in_flight")
 def effects_in_flight(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: len(tr.in_flight))
+
+
+@metric("effects_in_flight_client_gone")
+def effects_in_flight_client_gone(tr: TrialView) -> int | None:
+    """In-flight effects that committed after their client had gone (the world's `client_gone` on the commit):
+    the cancel reached the tool's request before the service committed."""
+    return _if_stopped(tr, lambda: sum(1 for eid in tr.in_flight if tr.committed[eid].get("client_gone")))
 
 
 @metric("effects_new")
@@ -434,8 +454,9 @@ def _live_by_phase(tr: TrialView) -> tuple[Counter[str], Counter[str]]:
 @metric("resume_duplicate_effects")
 def resume_duplicate_effects(tr: TrialView) -> int | None:
     """Logical effects of before the resume that the resume committed again, each counted once (further copies
-    within the resume are retries). None when no resume started: a run that never resumed cannot repeat."""
-    if tr.resume_started is None:
+    within the resume are retries). None when no resume started, or when it started after a runaway's cut (the
+    counts end there: the resume was not observed), as resume_ok reads it."""
+    if tr.resume_started is None or tr.resume_started >= tr.cut:
         return None
     before, during = _live_by_phase(tr)
     return sum(1 for key in during if key in before)

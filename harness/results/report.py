@@ -15,8 +15,9 @@ from typing import Any
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.frameworks import is_reference
 from harness.results import schema
-from harness.results.capability import CAPABILITY_RULES, capability_rows
+from harness.results.capability import CAPABILITY_RULES, capability_rows, texts
 from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
+from harness.results.claims import NOT_COUNTED
 from harness.results.prices import cancel_tax
 from harness.results.rows import CorruptLine, raw_files, read_rows
 from harness.results.selection import (
@@ -129,7 +130,7 @@ def capability(df, caps: dict[tuple[str, str], dict[str, Any]]) -> Any:
     out = []
     for (adapter, mode), g in base.groupby(list(BUTTON), sort=True):
         ok = g[is_ok(g)]
-        out.append({"adapter": adapter, "mode": mode, "N": len(g), **caps[(adapter, mode)],
+        out.append({"adapter": adapter, "mode": mode, "N": len(g), **texts(caps[(adapter, mode)]),
                     **cells(ok.assign(cancel_tax_usd=cancel_tax(ok)), CAPABILITY)})
     return pd.DataFrame(out)
 
@@ -296,8 +297,9 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     from harness.results.agreement import agreement_frame
     from harness.results.claims import judged, load_claims
     from harness.results.findings import findings
+    from harness.results.judgement_diff import SUMMARY_FORMAT
     from harness.results.plots import write_plots
-    from harness.results.scorecard import best_rule, scorecard
+    from harness.results.scorecard import best_rule, public, scorecard
     from harness.results.site import SITE, claim_links, write_site
 
     site = to / SITE
@@ -344,8 +346,11 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     rule = best_rule()
     summary_json = to / "summary.json"
     summary_json.write_text(json.dumps({
-        "trials": counts, "best_rule": rule, "scorecard": cards,
-        "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence")},
+        "format": SUMMARY_FORMAT, "trials": counts, "best_rule": rule, "scorecard": public(cards),
+        "capability_verdicts": {f"{a}/{m}": {col: v.as_dict() for col, v in verdicts.items()}
+                                for (a, m), verdicts in caps.items()},
+        "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence",
+                                         "k_counts")},
                     "judged_on": [{k: link[k] for k in (*BUTTON, "k", "n")} for link in c["links"]]}
                    for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
@@ -383,8 +388,7 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
     from harness.results.site import SIDE_BY_SIDE
 
     score = pd.DataFrame([{
-        "framework": c["framework"], "best button": c["best"]["mode"] + (
-            f" ({c['best']['adapter']})" if c["best"]["adapter"] != c["framework"] else ""),
+        "framework": c["framework"], "best button": best_text(c),
         **{s.label: _share(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
     site = os.environ.get("STOPBENCH_SITE_URL", "site/index.html")
     findings_page = site.rpartition("/")[0] + "/findings.html" if "/" in site else "findings.html"
@@ -392,12 +396,15 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
           f"{counts_text(counts)}, from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report "
           f"is [the site]({site}) (`nox -s report` writes it to site/, which git does not keep; a page per "
           "framework, every trial behind every cell, a timeline per trial, a glossary).\n",
-          "## Scorecard: each framework's best stop button\n",
-          "Each cell: k/N = k of the N trials where it applies (mitigation none).\n", _md(score), f"_{rule}._\n",
           "## The article's claims, checked\n",
-          _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"],
-                             "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
-                             "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
+          "The thesis and the article's table first, then each framework's claims. k/N: k of the N trials the rule "
+          "read, k counting what the last column says; the buttons and the evidence are on the site's index page.\n",
+          _md(pd.DataFrame([{"claim": c["claim"], "verdict": str(c["verdict"]), "rule": c["rule"],
+                             "k/N": _claim_share(c), "k counts": c.get("k_counts") or "-"} for c in claims])),
+          "## Scorecard: each framework's best stop button\n",
+          "Each cell: k/N = k of the N trials where it applies (mitigation none), then the share's 95% interval "
+          "(Wilson, over the conditions: each condition's repetitions weigh as one). Buttons within each other's "
+          "interval are tied: the best set names them all.\n", _md(score), _wrapped(f"_{rule}._") + "\n",
           *_findings_md(found, findings_page),
           *_side_by_side_md(pairs, site.rpartition("/")[0] + f"/{SIDE_BY_SIDE}" if "/" in site else SIDE_BY_SIDE),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
@@ -460,8 +467,29 @@ def _side_by_side_md(pairs, page: str) -> list[str]:
     return md
 
 
-def _share(v: dict[str, int]) -> str:
-    return schema.ratio_text(v["k"], v["n"]) if v["n"] else "n/a"
+def _share(v: dict[str, Any]) -> str:
+    if not v["n"]:
+        return "n/a"
+    return f"{schema.ratio_text(v['k'], v['n'])} ({v['lo']:.0%}-{v['hi']:.0%})"
+
+
+def _wrapped(paragraph: str, width: int = 110) -> str:
+    """A paragraph as lines of at most `width` characters (Markdown joins them): README.md reads on GitHub."""
+    return "\n".join(textwrap.wrap(paragraph, width, break_long_words=False, break_on_hyphens=False))
+
+
+def best_text(card: dict[str, Any]) -> str:
+    """The best button, or the buttons tied for best, each named by its mode (and adapter when a variant's)."""
+    names = [m if a == card["framework"] else f"{m} ({a})" for a, m in card["best_set"]]
+    return names[0] if len(names) == 1 else " = ".join(names) + " (tied)"
+
+
+def _claim_share(c: dict[str, Any]) -> str:
+    if c.get("k_counts") == NOT_COUNTED:
+        return "-"
+    k = sum(link["k"] for link in c["links"])
+    n = sum(link["n"] for link in c["links"])
+    return f"{k}/{n}" if n else "-"
 
 
 def _corrupt_md(bad: list[CorruptLine]) -> str:

@@ -169,6 +169,10 @@ def _fields() -> Iterable[Field]:
     yield runner("cpus", int, "CPUs of the machine", unit="count", nullable=True)
     yield runner("git_sha", str, "stopbench's commit (`-dirty` when the tree was modified)")
     yield runner("stopbench_version", str, "stopbench's version")
+    yield runner("metrics_digest", str, "digest of the metric code the row's measured fields were derived with "
+                 "(harness/results/metrics.py and this schema): `stopbench rederive` derives them again from the "
+                 "evidence when it changes; rows written before it existed: null", default=lambda row: None,
+                 nullable=True)
     yield runner("observe_ms", float, "the observation floor: the trial stayed alive and observed at least this "
                  "long after the stop and after resume returned (rows written before it existed: 0)", unit="ms",
                  default=lambda row: 0.0)
@@ -227,6 +231,10 @@ def _fields() -> Iterable[Field]:
     yield measured("effects_in_flight", int, "effects", "effects committed after the stop whose request was "
                    "sent before it (in flight; the tools' send stamp, else the receipt)", label="in flight",
                    better="lower", **n)
+    yield measured("effects_in_flight_client_gone", int, "effects", "of the effects in flight, those whose client "
+                   "had gone (the tool call's request was cancelled) when the service committed them: the cancel "
+                   "reached the tool; rows written before it existed: null (`stopbench rederive` fills it from the "
+                   "evidence)", label="in flight, client gone", better="higher", default=lambda row: None, **n)
     yield measured("effects_new", int, "effects", "effects committed after the stop whose request was sent after "
                    "it (new)", label="new", **n, better="lower")
     yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "
