@@ -34,8 +34,8 @@ def trial(mode: str, scenario: str, offset: str, rep: int, adapter: str = "fw", 
 
 def test_a_flaky_button_with_a_third_repetition_does_not_outrank_a_clean_one():
     """`clean` has two repetitions per condition and never went on; `flaky`'s first two repetitions disagree in
-    every condition, so `--reps-rule agree` gave it a third (which went on too): 30 trials against 20. Ranked by trial count, only
-    `flaky` was "measured on the whole matrix". Both cover the same ten conditions."""
+    every condition, so `--reps-rule agree` gave it a third (which went on too): 30 trials against 20. Ranked by
+    trial count, only `flaky` was "measured on the whole matrix". Both cover the same ten conditions."""
     rows = [trial("clean", s, o, r) for (s, o), r in itertools.product(CONDITIONS, (1, 2))]
     rows += [trial("flaky", s, o, r, llm_requests_after_stop=int(r > 1))
              for (s, o), r in itertools.product(CONDITIONS, (1, 2, 3))]

@@ -178,7 +178,7 @@ def stop_judged(rows):
     """The trials a stop is judged on: event-anchored ones (the world freezes at the anchor), and time-anchored ones
     whose stop fired on time (a late stop was pressed at another moment than planned); never a trial with nothing
     left to stop."""
-    precise = rows["trigger_precise"] if "trigger_precise" in rows else False
+    precise = rows.get("trigger_precise", False)
     on_time = is_anchored(rows, "time") & (precise == True)  # noqa: E712 (None: no stop)
     return is_measured(rows) & (is_anchored(rows, "event") | on_time) & ~nothing_to_stop(rows)
 
