@@ -17,6 +17,7 @@ from harness.scenario import parse_offset
 from harness.trial.reap import processes_of_runs
 from harness.trial.runner import RunOptions, run_matrix
 
+
 @pytest.fixture(scope="module")
 def contract_rows(contract_adapter, tmp_path_factory, pytestconfig) -> dict[tuple[str, str], dict]:
     cls = load_adapter(contract_adapter)
