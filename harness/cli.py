@@ -348,10 +348,20 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
     return 0
 
 
+def install_extra(extra: str) -> str:
+    """How to add one of stopbench's extras: it is installed from its checkout (it is not on the package index)."""
+    return f"`pip install -e '.[{extra}]'` in your stopbench checkout"
+
+
 def cmd_test_adapter(args: argparse.Namespace) -> int:
+    """The shared contract tests under pytest; arguments after the adapter go to pytest as they are."""
+    missing = missing_of_extra("test")
+    if missing:
+        raise UsageError(f"the contract tests need stopbench's 'test' extra (pytest and the openai SDK the adapter "
+                         f"template uses; missing: {', '.join(missing)}): install it with {install_extra('test')}")
     import pytest
 
-    return pytest.main(["-q", "-p", f"{harness.PACKAGE}.testing.plugin", "--pyargs", f"{harness.PACKAGE}.testing",
+    return pytest.main(["-p", f"{harness.PACKAGE}.testing.plugin", "--pyargs", f"{harness.PACKAGE}.testing",
                         "--adapter", args.adapter, *args.pytest_args])
 
 
@@ -473,32 +483,56 @@ def build_parser() -> argparse.ArgumentParser:
                     "required when stopbench is installed as a package)")
     na.set_defaults(func=cmd_new_adapter)
 
-    ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter")
+    ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter (needs the 'test' "
+                        "extra)", usage="stopbench test-adapter [-h] adapter [pytest_args ...]")
     ta.add_argument("adapter")
-    ta.add_argument("pytest_args", nargs="*")
+    ta.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                    help="passed to pytest as they are, e.g. -v, -x, --contract-scenario flaky_provider")
     ta.set_defaults(func=cmd_test_adapter)
     return p
+
+
+def _requirements_of_extras() -> list[tuple[str, str]]:
+    """(distribution, extra) of each of stopbench's optional requirements, from its installed metadata."""
+    import re
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("stopbench") or []
+    except metadata.PackageNotFoundError:
+        return []
+    out = []
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra:
+            out.append((re.split(r"[<>=!~\[\s]", name.strip(), maxsplit=1)[0], extra.group(1)))
+    return out
+
+
+def missing_of_extra(extra: str) -> list[str]:
+    """The distributions of stopbench's `extra` that are not installed."""
+    from importlib import metadata
+
+    missing = []
+    for package, of in _requirements_of_extras():
+        if of != extra:
+            continue
+        try:
+            metadata.version(package)
+        except metadata.PackageNotFoundError:
+            missing.append(package)
+    return missing
 
 
 def extra_providing(module: str | None) -> str | None:
     """The optional extra of stopbench (pyproject.toml) that installs `module`, if one does: a command run where
     that extra is missing (a framework's bench environment has no pandas) says so instead of a traceback."""
-    import re
-    from importlib import metadata
-
     if not module:
         return None
-    try:
-        requirements = metadata.requires("stopbench") or []
-    except metadata.PackageNotFoundError:
-        return None
-    for requirement in requirements:
-        name, _, marker = requirement.partition(";")
-        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
-        package = re.split(r"[<>=!~\[\s]", name.strip(), maxsplit=1)[0]
-        if extra and package.lower().replace("-", "_") == module.split(".")[0].lower():
-            return extra.group(1)
-    return None
+    top = module.split(".")[0].lower()
+    return next((extra for package, extra in _requirements_of_extras()
+                 if package.lower().replace("-", "_") == top), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -514,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"stopbench {args.command}: error: needs {e.name}, from stopbench's {extra!r} extra: install it with "
-              f"`pip install 'stopbench[{extra}]'`", file=sys.stderr)
+              f"{install_extra(extra)}", file=sys.stderr)
         return 2
 
 

@@ -158,12 +158,37 @@ def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
                            str(tmp_path / "acme_agents")], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
     assert stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path)).returncode == 2
+    # its README's table of stop modes names the modes its framework.toml declares, in order
+    from harness.frameworks import load
+
+    declared = list(load(tmp_path / "acme_agents").adapter.stop_modes)
+    readme = (tmp_path / "acme_agents" / "README.md").read_text()
+    table = readme.split("## Stop modes", 1)[1].split("##", 1)[0]
+    assert [line.split("|")[1].strip() for line in table.splitlines()[4:] if line.startswith("|")] == declared
+    assert declared == ["task_cancel"]
+    # as README says to test it, pytest's own arguments passed through, on the provider-fault scenario too: a 429,
+    # a 500 and a dropped answer, each retried by the client at its defaults
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "harness.testing.plugin", "--pyargs",
-                        "harness.testing", "--adapter", "acme_agents.adapter:ADAPTER", "-p", "no:cacheprovider"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout
+    for scenario in ("q3_report", "flaky_provider"):
+        r = subprocess.run([sys.executable, "-m", "harness.cli", "test-adapter", "acme_agents.adapter:ADAPTER", "-v",
+                            "--contract-scenario", scenario, "-p", "no:cacheprovider"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+        assert "test_stops_and_closes_in_every_mode[acme_agents.adapter:ADAPTER-task_cancel-async] PASSED" in r.stdout
+        assert " 4 passed" in r.stdout
+
+
+def test_test_adapter_names_the_extra_it_needs(monkeypatch, capsys):
+    from harness import cli
+
+    assert "usage: stopbench test-adapter [-h] adapter [pytest_args ...]" in \
+        stopbench("test-adapter", "--help").stdout
+    monkeypatch.setattr(cli, "missing_of_extra", lambda extra: {"test": ["pytest", "openai"]}.get(extra, []))
+    assert cli.main(["test-adapter", "reference", "-x"]) == 2
+    assert capsys.readouterr().err == (
+        "stopbench test-adapter: error: the contract tests need stopbench's 'test' extra (pytest and the openai SDK "
+        "the adapter template uses; missing: pytest, openai): install it with `pip install -e '.[test]'` in your "
+        "stopbench checkout\n")
 
 
 def test_a_cut_last_line_loses_no_new_row_and_is_reported(tmp_path):
