@@ -1,9 +1,9 @@
 """`stopbench compare OLD NEW --judgements`: what two reports concluded differently from their rows: each framework's
 best button (or best set), each capability verdict's word, each claim's verdict, with the cause of each move.
 
-Reads the two folders' summary.json. A summary of format 2 stores every verdict as data (its word, k, n, interval);
-one written before (no `format`) stored the capability table as text only: `legacy_words` reads its words once,
-here, as a migration of that format (the only place a verdict word is read from text).
+Reads the two folders' summary.json, of format 2: every verdict stored as data (its word, k, n, interval). One
+written before (format 1: the capability table as text) is refused; `python -m harness.migrate_summary` turns it
+into format 2 once.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.results.capability import VERDICTS
 from harness.results.judgement import Word
 
 #: summary.json's layout; a reader refuses a newer one
 SUMMARY_FORMAT = 2
-COLUMNS = tuple(v.column for v in VERDICTS)
 
 
 class JudgementDiffError(ValueError):
@@ -31,28 +29,15 @@ def load_summary(folder: Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError) as e:
         raise JudgementDiffError(f"{path}: cannot read a report summary ({e}); run `stopbench report {folder}`") from e
     fmt = data.get("format", 1)
-    if not isinstance(fmt, int) or fmt > SUMMARY_FORMAT:
-        raise JudgementDiffError(f"{path}: format {fmt!r} is newer than this stopbench reads ({SUMMARY_FORMAT})")
+    if fmt == 1:
+        raise JudgementDiffError(f"{path}: format 1 (verdicts as text); migrate it once: python -m "
+                                 f"harness.migrate_summary {path} <folder>/summary.json")
+    if fmt != SUMMARY_FORMAT:
+        raise JudgementDiffError(f"{path}: format {fmt!r} is not one this stopbench reads ({SUMMARY_FORMAT})")
     return data
 
 
-def legacy_words(summary: dict[str, Any]) -> dict[str, dict[str, Word]]:
-    """`adapter/mode` -> column -> word of a format-1 summary, whose capability table was text
-    (`no (3/9: 3 hung in stop); hangs (3/9)`: the word is what stands before the first ` (` or `;`)."""
-    out: dict[str, dict[str, Word]] = {}
-    for line in summary.get("capability", []):
-        key = f"{line['adapter']}/{line['mode']}"
-        out[key] = {}
-        for column in COLUMNS:
-            word = str(line.get(column, "")).split(" (", 1)[0].split(";", 1)[0].strip()
-            if word in Word._value2member_map_:
-                out[key][column] = Word(word)
-    return out
-
-
 def words(summary: dict[str, Any]) -> dict[str, dict[str, Word]]:
-    if summary.get("format", 1) == 1:
-        return legacy_words(summary)
     return {key: {column: Word(v["word"]) for column, v in verdicts.items()}
             for key, verdicts in summary.get("capability_verdicts", {}).items()}
 
