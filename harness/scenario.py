@@ -189,6 +189,9 @@ class Scenario:
     latency_ms: dict[str, float]
     offsets: tuple[Offset, ...]
     commit_on_disconnect: bool = True
+    #: the scenario this one is the same job as, under other world rules (a service that honours a disconnect):
+    #: the report sets the two side by side
+    variant_of: str = ""
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
     prompt: str = ""
     tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
@@ -238,7 +241,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms", "tools"}
+             "commit_on_disconnect", "observe_ms", "tools", "variant_of"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -308,6 +311,9 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     cod = data.get("commit_on_disconnect", True)
     if not isinstance(cod, bool):
         raise ScenarioError(f"{source}.commit_on_disconnect: expected true or false")
+    variant_of = data.get("variant_of", "")
+    if not isinstance(variant_of, str):
+        raise ScenarioError(f"{source}.variant_of: expected the name of another scenario")
     observe = data.get("observe_ms", DEFAULT_OBSERVE_MS)
     if not isinstance(observe, (int, float)) or isinstance(observe, bool) or not 0 <= observe <= MAX_OBSERVE_MS:
         raise ScenarioError(f"{source}.observe_ms: expected milliseconds from 0 to {MAX_OBSERVE_MS:g}, "
@@ -322,6 +328,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         latency_ms=latency,
         offsets=offsets,
         commit_on_disconnect=cod,
+        variant_of=variant_of,
         observe_ms=float(observe),
         tools=declared,
         source=source,
@@ -407,7 +414,12 @@ def load_scenarios(directory: Path = DEFAULT_SCENARIOS_DIR) -> dict[str, Scenari
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise ScenarioError(f"{directory}: no scenario files (*.yaml)")
-    return {s.name: s for s in map(load_scenario_file, files)}
+    scenarios = {s.name: s for s in map(load_scenario_file, files)}
+    for s in scenarios.values():
+        if s.variant_of and s.variant_of not in scenarios:
+            raise ScenarioError(f"{s.source}.variant_of: {s.variant_of!r} is not a scenario here (known: "
+                                f"{', '.join(sorted(scenarios))})")
+    return scenarios
 
 
 def scenario_path(name: Any, directory: Path = DEFAULT_SCENARIOS_DIR) -> Path:

@@ -154,3 +154,21 @@ def test_one_token_threshold_serves_the_scorecard_and_the_claims():
     found = subprocess.run([sys.executable, "-c", "import harness.results.claims as c, inspect; "
                             "print('> 1' in inspect.getsource(c))"], cwd=ROOT, capture_output=True, text=True)
     assert found.stdout.strip() == "False"
+
+
+def test_a_variant_where_the_service_honours_a_disconnect_shows_what_a_cancel_saves():
+    """`cancel` reaches the tool before the commit: where the service commits what it received the email lands,
+    where it honours a disconnect it does not. `wait` lets the call run: it lands in both."""
+    from harness.results.variants import variant_table
+    from harness.scenario import load_scenarios
+
+    anchor = "on:effect_received:email"
+    rows = [trial(m, s, anchor, 1, effects_in_flight=int(s == "q3_report" or m == "wait"),
+                  effects_in_flight_client_gone=int(m == "cancel"))
+            for m in ("cancel", "wait") for s in ("q3_report", "q3_report_honours_disconnect")]
+    table = variant_table(pd.DataFrame(rows), load_scenarios()).to_dict("records")
+    assert table == [
+        {"adapter": "fw", "mode": "cancel", "variant": "q3_report_honours_disconnect", "landed (q3_report)": "1/1",
+         "landed (q3_report_honours_disconnect)": "0/1", "cancel reached the tool": "1/1"},
+        {"adapter": "fw", "mode": "wait", "variant": "q3_report_honours_disconnect", "landed (q3_report)": "1/1",
+         "landed (q3_report_honours_disconnect)": "1/1", "cancel reached the tool": "0/1"}]

@@ -301,6 +301,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     from harness.results.plots import write_plots
     from harness.results.scorecard import best_rule, public, scorecard
     from harness.results.site import SITE, claim_links, write_site
+    from harness.results.variants import variant_table
+    from harness.scenario import load_scenarios
 
     site = to / SITE
     if site.exists():
@@ -323,6 +325,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
         ("Summary: each stop button", "summary", summary(df)),
         ("Mitigations: what the harness-side saga and idempotency keys recover", "mitigations", mitigations(df)),
         ("Where saga+idempotent does not reach 0 (leaked or repeated)", "gaps", mitigation_gaps(df)),
+        ("The same job where the service honours a disconnect: an email in flight that landed (k/N trials), and "
+         "the trials whose cancel reached the tool before the commit", "variants", variant_table(df, load_scenarios())),
         ("Event-anchored trials (the world freezes at the anchor: what varies is the framework's)", "event",
          by_offset(df)),
         ("Repetitions: trial cells whose event-anchored repetitions agree on the status and every count "
