@@ -172,3 +172,21 @@ def test_a_variant_where_the_service_honours_a_disconnect_shows_what_a_cancel_sa
          "landed (q3_report_honours_disconnect)": "0/1", "cancel reached the tool": "1/1"},
         {"adapter": "fw", "mode": "wait", "variant": "q3_report_honours_disconnect", "landed (q3_report)": "1/1",
          "landed (q3_report_honours_disconnect)": "1/1", "cancel reached the tool": "0/1"}]
+
+
+def test_a_cell_of_the_articles_table_is_confirmed_partly_or_refuted_by_the_buttons_shares():
+    """State kept, stated yes: one button keeps it everywhere (yes), or every button drops it everywhere (no), or
+    each keeps it in some conditions (partly)."""
+    claim = {"id": "x", "framework": "fw", "claim": "state kept: yes", "rule": "table_cell", "property": "state_kept",
+             "stated": "yes"}
+
+    def rows(keeps):  # mode -> in how many of the ten conditions the resume kept the state
+        return pd.DataFrame([trial(m, s, o, 1, resume_llm_replays=int(i >= k))
+                             for m, k in keeps.items() for i, (s, o) in enumerate(CONDITIONS)])
+
+    assert judge(claim, rows({"a": 10, "b": 0}))[0] == Word.CONFIRMED
+    assert judge(claim, rows({"a": 0, "b": 0}))[0] == Word.REFUTED
+    verdict, evidence = judge(claim, rows({"a": 5, "b": 4}))
+    assert verdict == Word.PARTLY
+    assert evidence.startswith("measured partly (stated yes): resumed without keeping the state per ranked button: "
+                               "fw/a 5/10")

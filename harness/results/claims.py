@@ -273,9 +273,18 @@ def _zero_like(s: Share) -> Share:
     return Share(0, s.n, s.conditions, 0.0, *wilson(0, s.conditions))
 
 
+def _all_like(s: Share) -> Share:
+    return Share(s.n, s.n, s.conditions, 1.0, *wilson(s.conditions, s.conditions))
+
+
 def _within_noise_of_zero(s: Share) -> bool:
     """A share that does not differ from 0 of as many conditions beyond the interval (and that applies)."""
     return s.n > 0 and tied(s, _zero_like(s))
+
+
+def _within_noise_of_all(s: Share) -> bool:
+    """A share that does not differ from N of N beyond the interval (and that applies)."""
+    return s.n > 0 and tied(s, _all_like(s))
 
 
 #: a table property -> (the share whose being 0 within the noise gives a button the property, in words)
@@ -287,18 +296,21 @@ PROPERTIES: dict[str, tuple[Callable[[Any], Share], str]] = {
 }
 
 
-def _buttons_with(rows, prop: str) -> tuple[list[str], list[str]]:
-    """Of a framework's ranked buttons (those measured under all its conditions): (those that have `prop`, every
-    ranked one with its share), each named adapter/mode."""
+def _buttons_with(rows, prop: str) -> tuple[list[str], list[str], list[str]]:
+    """Of a framework's ranked buttons (those measured under all its conditions): those that have `prop` (their
+    share within the noise of 0), those that lack it outright (within the noise of all), and every ranked one with
+    its share, each named adapter/mode."""
     fn, _ = PROPERTIES[prop]
     groups = dict(iter(rows.groupby(list(BUTTON), sort=True)))
-    have, shown = [], []
+    have, lack, shown = [], [], []
     for key in sorted(ranked(groups)):
         s = fn(groups[key])
         shown.append(f"{key[0]}/{key[1]} {s.k}/{s.n} [{s.lo:.0%}..{s.hi:.0%}]")
         if _within_noise_of_zero(s):
             have.append(f"{key[0]}/{key[1]}")
-    return have, shown
+        elif _within_noise_of_all(s):
+            lack.append(f"{key[0]}/{key[1]}")
+    return have, lack, shown
 
 
 def _main_rows(rows):
@@ -315,7 +327,7 @@ def only_these_stop(claim: dict[str, Any], rows):
     lines, right, measured = [], 0, 0
     counted = []
     for fw, g in rows.groupby("framework", sort=True):
-        have, _ = _buttons_with(g, "can_abort")
+        have, _, _ = _buttons_with(g, "can_abort")
         lines.append(f"{fw}: " + (", ".join(have) if have else "no button"))
         if fw in named:
             measured += 1
@@ -331,23 +343,29 @@ def only_these_stop(claim: dict[str, Any], rows):
 
 def table_cell(claim: dict[str, Any], rows):
     """One cell of the article's table (a framework and a `property`: can_abort, state_kept, can_resume,
-    orphan_cleanup), against what it `stated` (yes or no): the framework has the property when one of its ranked
-    buttons has it - its share of trials that did not stop, resumed without keeping the state, were refused a
-    resume, or left processes is within the noise of 0 (for orphan_cleanup: every ranked button's). Confirmed when
-    the measured value is the stated one, refuted when it is not."""
+    orphan_cleanup), against what it `stated` (yes or no). Per ranked button (measured under every condition its
+    framework was), the share of trials that did not stop, resumed without keeping the state, were refused a
+    resume, or left processes: the framework has the property (yes) when one button's share is within the noise
+    of 0 (for orphan_cleanup: every button's), lacks it (no) when every button's is within the noise of all (for
+    orphan_cleanup: one button's), partly otherwise. Confirmed when that is what the article stated, partly when
+    partly, refuted when the opposite."""
     rows = _main_rows(rows)
     prop = str(claim.get("property"))
     if prop not in PROPERTIES:
         return Word.UNKNOWN_RULE, f"unknown property {prop!r} (known: {', '.join(PROPERTIES)})", rows, rows.iloc[:0]
     if rows.empty:
         return Word.NOT_MEASURED, "no rows for this framework", rows, rows
-    have, shown = _buttons_with(rows, prop)
+    have, lack, shown = _buttons_with(rows, prop)
     total = len(shown)
-    measured = (len(have) == total) if prop == "orphan_cleanup" else bool(have)
-    stated = str(claim.get("stated")).lower() in ("yes", "true")
-    verdict = Word.CONFIRMED if measured == stated else Word.REFUTED
-    return verdict, (f"measured {'yes' if measured else 'no'} (stated {'yes' if stated else 'no'}): "
-                     f"{PROPERTIES[prop][1]} per ranked button: {'; '.join(shown)}"), rows, rows.iloc[:0]
+    if prop == "orphan_cleanup":
+        measured = Word.YES if len(have) == total else Word.NO if lack else Word.PARTLY
+    else:
+        measured = Word.YES if have else Word.NO if len(lack) == total else Word.PARTLY
+    stated = Word.YES if str(claim.get("stated")).lower() in ("yes", "true") else Word.NO
+    verdict = (Word.CONFIRMED if measured == stated else Word.PARTLY if measured == Word.PARTLY
+               else Word.REFUTED)
+    return verdict, (f"measured {measured} (stated {stated}): {PROPERTIES[prop][1]} per ranked button: "
+                     f"{'; '.join(shown)}"), rows, rows.iloc[:0]
 
 
 #: rules that read every row of the claim's framework (other matrices, other mitigations) themselves
