@@ -39,8 +39,9 @@ def rows() -> pd.DataFrame:
 def test_the_claim_reads_whether_the_cancel_reached_the_tool_before_the_commit():
     df = rows()
     assert judge(CLAIM, df) == ("partly", "2/4 trials stopped with an effect in flight had its client gone before "
-                                          "the service committed it (fw/abort 2/4); the effect landed anyway in 3/4 "
-                                          "(the world's services commit what they received, as a mail API does)")
+                                          "the service committed it (fw/abort 2/4); the effect landed in 3/4 (a "
+                                          "service that commits what it received lands it anyway, one that honours "
+                                          "a disconnect drops it)")
     assert judge({**CLAIM, "tool_style": "async"}, df)[0] == "partly"
     assert judge({**CLAIM, "tool_style": "mcp"}, df)[0] == "partly"
     assert judge({**CLAIM, "mode": "generate_abort"}, df)[0] == "refuted"

@@ -164,7 +164,8 @@ def test_a_variant_where_the_service_honours_a_disconnect_shows_what_a_cancel_sa
 
     anchor = "on:effect_received:email"
     rows = [trial(m, s, anchor, 1, effects_in_flight=int(s == "q3_report" or m == "wait"),
-                  effects_in_flight_client_gone=int(m == "cancel"))
+                  effects_in_flight_client_gone=int(m == "cancel" and s == "q3_report"),
+                  effects_aborted=int(m == "cancel" and s != "q3_report"))
             for m in ("cancel", "wait") for s in ("q3_report", "q3_report_honours_disconnect")]
     table = variant_table(pd.DataFrame(rows), load_scenarios()).to_dict("records")
     assert table == [

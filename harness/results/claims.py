@@ -205,8 +205,9 @@ def no_abort_and_no_resume(claim: dict[str, Any], base):
 def stops_effects_in_flight(claim: dict[str, Any], base):
     """Over the trials stopped while an effect's request was in flight (an on:effect_received:... anchor), whatever
     their status: confirmed when in every one the cancel reached the tool's request before the service committed
-    it (the client had gone at the commit), refuted when in none, partly otherwise. Whether the effect then landed
-    is the service's to decide (a service that commits what it received lands it anyway) and is named apart."""
+    it (the client had gone at the commit, or the service dropped the effect for it), refuted when in none, partly
+    otherwise. Whether the effect then landed is the service's to decide (one that commits what it received lands
+    it anyway; one that honours a disconnect drops it) and is named apart."""
     share = PREDICATE["in_flight_cancelled"]
     over = base[share.over(base)]
     cancelled = over[in_flight_cancelled(over)]
@@ -216,9 +217,9 @@ def stops_effects_in_flight(claim: dict[str, Any], base):
     landed = int((numbers(over, "effects_in_flight") > 0).sum())
     good = in_flight_cancelled(over)
     return verdict, (f"{len(cancelled)}/{len(over)} trials stopped with an effect in flight had its client gone "
-                     f"before the service committed it ({_by_button(over, good)}); the effect landed anyway in "
-                     f"{landed}/{len(over)} (the world's services commit what they received, as a mail API does)"), \
-        over, cancelled
+                     f"before the service committed it ({_by_button(over, good)}); the effect landed in "
+                     f"{landed}/{len(over)} (a service that commits what it received lands it anyway, one that "
+                     "honours a disconnect drops it)"), over, cancelled
 
 
 def orphans_need_reaping(claim: dict[str, Any], rows):

@@ -204,9 +204,9 @@ def resume_repeated(rows):
 
 def in_flight_cancelled(rows):
     """Trials where the cancel reached an in-flight tool call before the service committed it: the client had
-    gone when the effect committed (the world commits a received effect anyway unless the scenario says the
-    service honours a disconnect)."""
-    return numbers(rows, "effects_in_flight_client_gone") > 0
+    gone when the effect committed (a service that commits what it received), or the service dropped the effect
+    because its client had gone (a service that honours a disconnect: the world's only reason to drop one)."""
+    return (numbers(rows, "effects_in_flight_client_gone") > 0) | (numbers(rows, "effects_aborted") > 0)
 
 
 @dataclass(frozen=True)
@@ -258,11 +258,11 @@ PREDICATES: tuple[Predicate, ...] = (
               ("effects_in_flight",)),
     Predicate("in_flight_cancelled", "in-flight call cancelled",
               "trials stopped while an effect's request was in flight (an on:effect_received:... anchor)",
-              "had the client of an in-flight tool call gone before the service committed it (the cancel reached "
-              "the tool)",
+              "had the client of an in-flight tool call gone before the service committed it, or the service dropped "
+              "it because the client had gone (the cancel reached the tool)",
               "higher is better: a service that honours a disconnect would have dropped these effects",
               lambda r: in_flight_at_stop(r) & _stopped_trials(r), in_flight_cancelled,
-              ("effects_in_flight_client_gone",)),
+              ("effects_in_flight_client_gone", "effects_aborted")),
     Predicate("new_effect", "new effect after stop", "trials that measured it",
               "sent a new effect after the stop", "an effect whose request left after the press is new work the "
               "button let start", _measured("effects_new"), lambda r: numbers(r, "effects_new") > 0,
