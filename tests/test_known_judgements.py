@@ -191,3 +191,30 @@ def test_a_cell_of_the_articles_table_is_confirmed_partly_or_refuted_by_the_butt
     assert verdict == Word.PARTLY
     assert evidence.startswith("measured partly (stated yes): resumed without keeping the state per ranked button: "
                                "fw/a 5/10")
+
+
+def test_the_reps_rules_impact_check_reads_the_scorecard():
+    """The same rows judged twice move nothing; when `clean` goes on everywhere instead, the check names the best
+    set that moved (`flaky`, two thirds of each condition, and `clean`, all of it, are within the interval of ten
+    conditions: tied) and the best button's share that moved beyond the interval."""
+    from harness.results.reps_rule_effect import scorecard_changes
+
+    def card(rows):
+        df = pd.DataFrame(rows)
+        return scorecard(df, capability_rows(df))
+
+    clean = [trial("clean", s, o, r) for (s, o), r in itertools.product(CONDITIONS, (1, 2))]
+    flaky = [trial("flaky", s, o, r, llm_requests_after_stop=int(r > 1))
+             for (s, o), r in itertools.product(CONDITIONS, (1, 2, 3))]
+    assert scorecard_changes(card(clean + flaky), card(clean + flaky)) == []
+    went_on_everywhere = [trial("clean", s, o, r, llm_requests_after_stop=1)
+                          for (s, o), r in itertools.product(CONDITIONS, (1, 2))]
+    moved = scorecard_changes(card(clean + flaky), card(went_on_everywhere + flaky))
+    assert moved == [{"what": "fw: best button", "all": "fw/clean", "agree": "fw/flaky, fw/clean"},
+                     {"what": "fw clean: did_not_stop", "all": "0/20", "agree": "20/20"}]
+
+
+def test_the_published_readme_reads_on_github():
+    """No line of results/README.md is longer than 600 characters: long lists live on the site."""
+    text = (ROOT / "results" / "README.md").read_text()
+    assert max(map(len, text.splitlines())) <= 600
