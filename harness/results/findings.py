@@ -4,7 +4,7 @@ reproducer runs: `stopbench repro`), the claims that say so, and the upstream is
 (data/upstream_issues.yaml), or "no upstream issue found".
 
 A finding is read off the rows the capability table reads (mitigation none, the main matrix, every status but
-skipped; harness/results/capability.py), with its predicates:
+skipped, no trial with nothing left to stop; harness/results/capability.py), with its predicates:
 - leak: the run went on after a stop at an event anchor (asked the model or sent a new effect: `went_on`, as "can
   abort" reads it), ran away, or an effect landed after the button said stopped and stayed (effects_leaked > 0 with
   lie_ms > 0, any offset: "compensated");
@@ -31,7 +31,7 @@ from harness.frameworks import ROOT
 from harness.results.capability import capability_verdicts
 from harness.results.cells import numbers
 from harness.results.claims import judge, load_claims
-from harness.results.judgement import Word, went_on
+from harness.results.judgement import Word, nothing_to_stop, went_on
 from harness.results.selection import BUTTON, CONDITION, in_main_matrix, is_anchored, is_measured
 
 KINDS = ("leak", "hang", "fail", "repeats on resume", "leaves processes")
@@ -166,7 +166,7 @@ def findings(df, upstream: list[dict[str, str]] | None = None, claims: list[dict
     upstream = load_upstream() if upstream is None else upstream
     claims = load_claims() if claims is None else claims
     judged = _claims(df, claims)
-    measured = df[is_measured(df) & (df["mitigation"] == "none")]
+    measured = df[is_measured(df) & ~nothing_to_stop(df) & (df["mitigation"] == "none")]  # as every verdict reads
     out: list[Finding] = []
     for (adapter, mode), g in measured.groupby(list(BUTTON), sort=True):
         cell_rows = g[in_main_matrix(g)]
