@@ -130,7 +130,7 @@ def test_reference_adapter_stops_right(tmp_path):
     """The row that shows what is possible: at every event anchor, nothing leaks and resume is clean."""
     rows = run("reference", tmp_path, scenarios=[], offsets=[], jobs=1, deadlines=Deadlines())
     event_rows = [r for r in rows if r["offset_kind"] == "event"]
-    assert len(event_rows) == 45  # 15 event anchors of the 5 scenarios x 3 tool styles
+    assert len(event_rows) == 48  # 16 event anchors of the 6 scenarios x 3 tool styles
     for r in event_rows:
         where = f"{r['scenario']} {r['offset']} {r['tool_style']}"
         assert r["status"] == "ok", f"{where}: {r['reason']}"
