@@ -161,7 +161,10 @@ def cmd_repro(args: argparse.Namespace) -> int:
         text = reproducer(Path(args.dir), args.trial, args.kind)
     except ReproError as e:
         raise UsageError(str(e)) from e
-    Path(args.out).write_text(text)
+    try:
+        Path(args.out).write_text(text)
+    except OSError as e:
+        raise UsageError(f"-o {args.out}: cannot write the reproducer there ({e.strerror or e})") from e
     print(args.out)
     return 0
 
