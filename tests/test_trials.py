@@ -211,3 +211,18 @@ def test_shards_merged_are_the_unsharded_run(tmp_path, capsys):
     assert "0 of 1 compared row(s) changed" in capsys.readouterr().out
     assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "nothing")]) == 2
     assert "nothing: no raw/ folder" in capsys.readouterr().err
+
+
+def test_progress_lines_name_the_mitigation(tmp_path):
+    """Two trials that differ only in their mitigation: each progress line says which it ran."""
+    import io
+    import re
+
+    log = io.StringIO()
+    rows = run_matrix(load_adapter(KA + "LeaksOneEmail"), RunOptions(
+        adapter=KA + "LeaksOneEmail", out=tmp_path, scenarios=["q3_report"], offsets=["at:50ms"],
+        tool_styles=["async"], mitigations=["none", "saga"], deadlines=FAST), log=log)
+    assert len(rows) == 2
+    cells = sorted(re.sub(r"^\[.*?\] \S+ +", "", line).rsplit(": ", 1)[0] for line in log.getvalue().splitlines()
+                   if line.startswith("["))
+    assert cells == ["cancel q3_report at:50ms async mitigation saga r0", "cancel q3_report at:50ms async r0"]

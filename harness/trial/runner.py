@@ -313,9 +313,10 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
     detail = (", ".join(f"{label(k)} {row.get(k)}" for k in shown) if row["status"] == "ok"
               else (row.get("reason") or ""))
     host = " host crash" if row.get("host") == "crash" else ""
+    mitigation = f" mitigation {row['mitigation']}" if row.get("mitigation", "none") != "none" else ""
     print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
-          f"{row['scenario']} {row['offset']} {tool_label(row['tool_style'], row['mcp_launch'])}{host} r{row['rep']}: "
-          f"{detail}", file=log, flush=True)
+          f"{row['scenario']} {row['offset']} {tool_label(row['tool_style'], row['mcp_launch'])}{host}{mitigation} "
+          f"r{row['rep']}: {detail}", file=log, flush=True)
 
 
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:
