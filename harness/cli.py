@@ -158,7 +158,7 @@ def cmd_repro(args: argparse.Namespace) -> int:
     from stopbench.repro import ReproError, reproducer
 
     try:
-        text = reproducer(Path(args.dir), args.trial, args.kind)
+        text = reproducer(Path(args.dir), args.trial, args.kind, written_to=Path(args.out))
     except ReproError as e:
         raise UsageError(str(e)) from e
     try:

@@ -18,6 +18,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import pprint
 import re
 import textwrap
@@ -139,7 +140,7 @@ def write_reproducers(results: Path, found: Iterable[Finding], folder: Path) -> 
     out: dict[str, str] = {}
     for f in found:
         try:
-            text = reproducer(results, f.trial_id, f.kind, records)
+            text = reproducer(results, f.trial_id, f.kind, records, folder / f.reproducer_file)
         except ReproError as e:
             out[f.reproducer_file] = str(e)
             continue
@@ -234,9 +235,10 @@ def declarations(module: str, cls: str, path: Path) -> dict[str, Any]:
 # --- the file ----------------------------------------------------------------------------------------------------
 
 def reproducer(results: Path, trial: str, kind: str | None = None,
-               records: Mapping[str, dict[str, Any]] | None = None) -> str:
+               records: Mapping[str, dict[str, Any]] | None = None, written_to: Path | None = None) -> str:
     """The reproducer of trial `trial` in `results`: the assert of `kind` (KINDS), else of the first kind the
-    trial shows. `records`: evidence already read (run_id -> record; `find`)."""
+    trial shows. `records`: evidence already read (run_id -> record; `find`). `written_to`: the file it goes to,
+    which names `results` relative to itself (the same text wherever the two are, together)."""
     published = find(results, trial, records)
     row = published.row
     if row.get("mitigation", "none") != "none":
@@ -272,8 +274,10 @@ def reproducer(results: Path, trial: str, kind: str | None = None,
     scenario = load_scenario_file(scenario_path)
     changed = scenario.digest != row.get("scenario_hash", scenario.digest)
     method, exception = CHECKS[kind]
+    results = (Path(os.path.relpath(published.results.resolve(), written_to.resolve().parent)) if written_to
+               else published.results)
     return _render(row, kind, promised, adapter, scenario_path.read_text(), changed, method, exception,
-                   published.results)
+                   results.as_posix())
 
 
 @dataclass(frozen=True)
@@ -307,7 +311,7 @@ def _python_definition(modules: list[tuple[str, Path, str]], cls: str, declared:
 
 
 def _render(row: dict[str, Any], kind: str, promised: str, adapter: Definition, scenario_yaml: str,
-            scenario_changed: bool, method: str, exception: str, results: Path) -> str:
+            scenario_changed: bool, method: str, exception: str, results: str) -> str:
     where = ", ".join(f"{k} {row[k]}" for k in ("mode", "scenario", "offset", "tool_style"))
     launch = row.get("mcp_launch", "direct")
     host = row.get("host", "close")
