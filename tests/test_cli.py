@@ -112,7 +112,7 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     assert 2 <= len(kept) < 6
     r = stopbench(*args)
     assert r.returncode == 0, r.stderr
-    assert f"{len(kept)} already in" in r.stderr
+    assert f"{len(kept)} current in" in r.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
 

@@ -147,13 +147,14 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     planned = {s.trial_id(scenarios[s.scenario].digest) for s in todo}
     rerun = sum(1 for r in rows_there if r["trial_id"] in planned)
-    if rerun:
-        print(f"stopbench: {rerun} rows in {out_file} were measured on other code (versions/sources/adapter digest); "
-              "rerunning them", file=log, flush=True)
-    print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
-          f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
-          f"{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
-    if not todo:
+    known = {r["trial_id"]: r for r in rows_there if r["trial_id"] in done}
+    later = LaterRepetitions(todo, scenarios, known) if opts.reps_rule == "agree" else None
+    queue = [s for s in todo if later is None or s not in later.waiting]
+    if later is not None:
+        queue += later.release()  # those whose cells' first repetitions are already in the file: decided now
+    print(plan_line(opts, len(specs), len(specs) - len(todo), rerun, out_file, len(queue), later, rows_there),
+          file=log, flush=True)
+    if not queue and (later is None or not later.waiting):
         return []
     os.environ.update(adapter_cls.environment)
     adapter_cls.prepare()
@@ -171,11 +172,9 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
             client = WorldClient(world.url)
             try:
                 warm_up(world.url)
-                known = {r["trial_id"]: r for r in rows_there if r["trial_id"] in done}
-                later = LaterRepetitions(todo, scenarios, known) if opts.reps_rule == "agree" else None
-                queue = [s for s in todo if later is None or s not in later.waiting]
-                _loop(queue, later, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client,
-                      workroot, out_file, versions, env, log, started, utilization)
+                _loop(queue, later, len(queue) + len(later.waiting if later else []), running, rows, concurrency,
+                      opts, scenarios, adapter_cls, client, workroot, out_file, versions, env, log, started,
+                      utilization)
                 if later is not None and later.skipped:
                     print(f"stopbench: reps rule agree: {later.skipped} later repetition(s) not run (their cells' "
                           f"first {FIRST} agree)", file=log, flush=True)
@@ -202,6 +201,32 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
               f"(jobs {concurrency}); their rows say trigger_precise false and their timings stay out of "
               "the medians", file=log, flush=True)
     return rows
+
+
+#: a trial's wall time for the estimate when the file has no row of the adapter to take it from
+DEFAULT_TRIAL_S = 2.0
+
+
+def plan_line(opts: RunOptions, planned: int, current: int, rerun: int, out_file: Path, queued: int,
+              later: LaterRepetitions | None, rows_there: list[dict[str, Any]]) -> str:
+    """One line: how many trials this run will run and about how long that takes, or that it has nothing to do;
+    then the rest of the plan (rows already current, rows measured on other code, repetitions not needed)."""
+    waiting = len(later.waiting) if later else 0
+    skipped = later.skipped if later else 0
+    parts = [f"{planned} planned", f"{current} current in {out_file}"]
+    if rerun:
+        parts.append(f"{rerun} there measured on other code (versions, sources or adapter digest): run again")
+    if skipped:
+        parts.append(f"{skipped} later repetition(s) not needed: their cells' first {FIRST} agree")
+    if not queued and not waiting:
+        return f"stopbench: {opts.adapter}: 0 trials to run: every cell's rows are current ({'; '.join(parts)})"
+    durations = sorted(float(r["duration_s"]) for r in rows_there if r.get("duration_s"))
+    trial_s = durations[len(durations) // 2] if durations else DEFAULT_TRIAL_S
+    minutes = max(1, round((queued + waiting) * trial_s / (opts.jobs or 1) / 60))
+    upto = f", {waiting} of them only if their cells' first {FIRST} disagree" if waiting else ""
+    jobs = f"jobs={'auto' if opts.jobs is None else opts.jobs}{f', shard {opts.shard}' if opts.shard else ''}"
+    return (f"stopbench: {opts.adapter}: {queued + waiting} to run{upto}, about {minutes} min ({trial_s:.1f} s a "
+            f"trial, {jobs}; {'; '.join(parts)})")
 
 
 @contextlib.contextmanager
