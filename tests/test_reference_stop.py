@@ -47,8 +47,6 @@ def test_a_tool_call_that_ends_after_the_loop_was_cancelled_is_read_by_the_stop(
         assert len(adapter.inflight) == 2  # both calls started
         await adapter.stop_cancel()
         assert adapter.job.cancelled() and adapter.inflight == set()
-        del adapter, run_tool
-        gc.collect()
 
     asyncio.run(trial())
     gc.collect()
