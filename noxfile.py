@@ -39,6 +39,9 @@ HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode
 PATCHES = os.environ.get("STOPBENCH_PATCHES", f"{RESULTS}/patches")
 # releases that appeared since framework.toml was written, as "fw=X.Y,..." (the scheduled CI workflow's --latest)
 HISTORY_RUNS = history_runs(ROOT, os.environ.get("STOPBENCH_HISTORY_NEW", ""))
+# On Ctrl-C nox sends SIGTERM 0.3 s after the SIGINT and SIGKILL 0.2 s later: a run is given this long to end its
+# running trials (their ledgers read, their processes ended) as it does on Ctrl-C
+RUN_ENDS = {"interrupt_timeout": 30.0}
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
@@ -105,7 +108,7 @@ def bench(session: nox.Session, adapter: str) -> None:
     install_framework(session, adapter)
     if session.posargs:  # a partial run by hand: just that
         session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
-                    *SELECT, *session.posargs)
+                    *SELECT, *session.posargs, **RUN_ENDS)
         return
     # one run (one world, one queue: no pause between matrices): the main matrix; the mitigation comparison (every
     # mode, q3_report's event anchors, async tools); the orphan matrix (every MCP launch, a host that closes or
@@ -115,10 +118,10 @@ def bench(session: nox.Session, adapter: str) -> None:
     launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
     session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
                 "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
-                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}")
+                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
-                    "--out", RESULTS, *SELECT)
+                    "--out", RESULTS, *SELECT, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")  # nothing of the run may be left on the machine
 
 
@@ -129,7 +132,7 @@ def history(session: nox.Session, adapter: str, release: str) -> None:
     history matrix into results/history/<framework>/<release>/; `nox -s report` draws the history pages."""
     session.install("-e", ".", *FRAMEWORKS[adapter].install_args(release))
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
-                "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs)
+                "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")
 
 
@@ -150,7 +153,7 @@ def patch(session: nox.Session, adapter: str) -> None:
     session.install("--no-deps", "--force-reinstall", source)
     out = f"{PATCHES}/{adapter}"
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, *subset, "--reps", REPS, "--jobs", JOBS,
-                "--out", out)
+                "--out", out, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")
     session.run("stopbench", "compare", RESULTS, out, "--adapter", adapter, "--anchors", "event",
                 "--to", f"{out}/COMPARE.md")

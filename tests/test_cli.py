@@ -117,6 +117,40 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
 
 
+def test_a_run_stopped_as_nox_stops_it_leaves_no_temporary_folder(tmp_path):
+    """nox on Ctrl-C: SIGINT to the group, SIGTERM 0.3 s later, SIGKILL 0.2 s after that (nox/popen.py
+    shutdown_process): the runner has no time to remove its temporary folder; the folder goes all the same."""
+    import glob
+    import tempfile
+
+    args = ["run", "--adapter", "reference", "--scenario", "q3_report", "--tools", "mcp", "--reps", "6", "--out",
+            str(tmp_path)]  # trials with an MCP server each: the runner's own cleanup takes longer than nox waits
+    out = raw_file(tmp_path, "reference")
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stderr=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    folders = f"{tempfile.gettempdir()}/stopbench-{proc.pid}-*"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or not out.read_text().strip()):
+            time.sleep(0.05)
+        assert out.read_text().strip(), "no row appeared"
+        assert glob.glob(folders), "the run has its temporary folder"
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        proc.terminate()
+        time.sleep(0.2)
+        proc.kill()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and glob.glob(folders):
+        time.sleep(0.1)
+    assert glob.glob(folders) == []
+    assert_nothing_left([json.loads(line)["run_id"] for line in out.read_text().splitlines()])
+
+
 def _worlds_of(runner_pid: int) -> list[int]:
     found = []
     for p in psutil.process_iter():

@@ -31,6 +31,7 @@ from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenar
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
+from harness.trial.janitor import Janitor
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
@@ -162,6 +163,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     for stale in stale_workroots():  # left by a runner killed outright
         shutil.rmtree(stale, ignore_errors=True)
     workroot = Path(tempfile.mkdtemp(prefix=workroot_prefix(opts.adapter)))
+    janitor = None if opts.keep_workdirs else Janitor(workroot)  # the folder goes, also if this runner is killed
     rows: list[dict[str, Any]] = []
     running: list[tuple[TrialSpec, RunningTrial]] = []
     started = time.monotonic()
@@ -193,8 +195,9 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
                 print(f"stopbench: {len(unattributed)} request(s) named no known run", file=log)
             client.close()
     finally:
-        if not opts.keep_workdirs:
+        if janitor is not None:
             shutil.rmtree(workroot, ignore_errors=True)
+            janitor.done()
     print_summary(rows, log)
     if concurrency.late:
         print(f"stopbench: {concurrency.late} stop(s) fired more than {TRIGGER_TOLERANCE_MS:g} ms late "
