@@ -226,3 +226,14 @@ def test_progress_lines_name_the_mitigation(tmp_path):
     cells = sorted(re.sub(r"^\[.*?\] \S+ +", "", line).rsplit(": ", 1)[0] for line in log.getvalue().splitlines()
                    if line.startswith("["))
     assert cells == ["cancel q3_report at:50ms async mitigation saga r0", "cancel q3_report at:50ms async r0"]
+
+
+def test_files_a_trial_leaves_in_the_temporary_folder_go_with_its_folder(tmp_path):
+    """A framework's lock files in the temporary folder (its own, and a child's via $TMPDIR) are the trial's:
+    written in its folder, removed with it."""
+    import glob
+    import tempfile
+
+    (row,) = run(KA + "LeavesTempFiles", tmp_path, offsets=["at:50ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert glob.glob(f"{tempfile.gettempdir()}/known-*-{row['run_id']}*") == []

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,16 @@ def warm_up(world_url: str) -> None:
     asyncio.run(touch())
 
 
+#: the subject's temporary folder, in its trial folder (TMPDIR for the subject and every process it starts)
+TEMP_FOLDER = "tmp"
+
+
+def use_temp_folder(folder: Path) -> None:
+    """This process's and its children's temporary folder (tempfile caches it: a forked subject resets it)."""
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)
+
+
 def _die_with_parent(parent: int) -> None:
     """A subject whose runner is killed outright (SIGKILL, a CI timeout) gets SIGKILL from the kernel
     (PR_SET_PDEATHSIG): nothing else would end it, and its MCP servers end with their stdin."""
@@ -102,6 +113,8 @@ class RunningTrial:
         self.run_id = created["run_id"]
         workdir = workroot / f"{self.run_id}"
         workdir.mkdir(parents=True, exist_ok=True)
+        temp = workdir / TEMP_FOLDER  # the subject's temporary folder: what a framework leaves there goes with it
+        temp.mkdir()
         self.plan = SubjectPlan(
             spec=spec,
             run=RunInfo(world_url=world.url, run_id=self.run_id, model_base_url=created["model_base_url"],
@@ -122,6 +135,7 @@ class RunningTrial:
                     _die_with_parent(parent)
                     os.setpgid(0, 0)
                     signal.signal(signal.SIGINT, signal.SIG_DFL)
+                    use_temp_folder(temp)
                     code = subject_main(self.plan, adapter_cls, scenario, write_fd)
                 finally:
                     os._exit(code)
@@ -130,7 +144,7 @@ class RunningTrial:
                 [*python_module("trial.spawned"), self.plan.to_json(), str(write_fd),
                  json.dumps(scenario.raw)],
                 pass_fds=[write_fd], start_new_session=True,
-                env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid())},
+                env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid()), "TMPDIR": str(temp)},
             )
             self.pid = self.proc.pid
         os.close(write_fd)
