@@ -307,3 +307,17 @@ def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
     for p in alive:
         p.kill()
     assert not alive, f"subjects outlived their runner: {[p.pid for p in alive]}"
+
+
+def test_a_subjects_own_output_is_kept_with_its_evidence_not_printed(tmp_path):
+    from harness.results.evidence import find_trial
+
+    r = stopbench("run", "--adapter", KA + "PrintsALot", "--scenario", "q3_report", "--offset", "at:50ms",
+                  "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "framework" not in r.stdout + r.stderr and "helper" not in r.stdout + r.stderr
+    (line,) = raw_file(tmp_path, "known-prints-a-lot").read_text().splitlines()
+    record = find_trial(tmp_path, json.loads(line)["run_id"])
+    printed = record["output"]["subject-output.log"].splitlines()
+    assert sorted(printed) == sorted([f"framework says {i}" for i in range(3)] +
+                                     [f"framework warns {i}" for i in range(3)] + ["its helper says hi"])

@@ -269,7 +269,8 @@ def _loop(queue: list[TrialSpec], later: LaterRepetitions | None, total: int,
             running.remove(item)
             row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
             append_row(out_file, row)
-            append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events)
+            append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events,
+                            trial.output)
             rows.append(row)
             concurrency.observe(row)
             if later is not None:

@@ -224,3 +224,16 @@ class LeavesTempFiles(_Base):
         tempfile.NamedTemporaryFile(prefix=f"known-lock-{run}-", suffix=".lock", delete=False).close()
         subprocess.run(["sh", "-c", f'touch "${{TMPDIR:-/tmp}}/known-child-{run}.lock"'], check=True)
         await super().start()
+
+
+class PrintsALot(_Base):
+    """As a framework that prints its progress: lines on stdout and stderr, and a child's line, at start."""
+
+    name = "known-prints-a-lot"
+
+    async def start(self) -> None:
+        for i in range(3):
+            print(f"framework says {i}", flush=True)
+            print(f"framework warns {i}", file=sys.stderr, flush=True)
+        subprocess.run(["sh", "-c", "echo its helper says hi"], check=True)
+        await super().start()
