@@ -46,6 +46,8 @@ CHECKS = {
     "repeats on resume": ("assert_resume_clean", "ResumeRepeated"),
 }
 KINDS = tuple(CHECKS)
+#: the reproducer's first install step: stopbench is installed from its checkout (it is not on the package index)
+INSTALL_STOPBENCH = "    pip install -e path/to/stopbench   # its checkout"
 TRIPLE = "'" * 3
 
 
@@ -261,7 +263,7 @@ def reproducer(results: Path, trial: str, kind: str | None = None,
     if folder is not None:
         node = node_adapter(folder)
         adapter = Definition(node_adapter_lines(node, _py), "adapter_class()", [
-            "    pip install stopbench   # from its checkout: pip install -e . in it", "    python this_file.py",
+            INSTALL_STOPBENCH, "    python this_file.py",
             "", f"(and node and npm: the adapter's folder, {node.folder}/, is written next to this file and its",
             f"packages installed there once with `{' '.join(node.install)}`)"])
     else:
@@ -269,7 +271,8 @@ def reproducer(results: Path, trial: str, kind: str | None = None,
         modules = inline(module)
         install = " ".join(f"{p}=={v}" for p, v in sorted(versions.items()) if v != "not installed")
         adapter = Definition(_python_definition(modules, cls, declarations(module, cls, modules[-1][1])), cls,
-                             [f"    pip install stopbench {install}".rstrip(), "    python this_file.py"])
+                             [INSTALL_STOPBENCH, *([f"    pip install {install}"] if install else []),
+                              "    python this_file.py"])
     scenario_path = DEFAULT_SCENARIOS_DIR / f"{row['scenario']}.yaml"
     scenario = load_scenario_file(scenario_path)
     changed = scenario.digest != row.get("scenario_hash", scenario.digest)
