@@ -18,6 +18,7 @@ ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
+from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -55,7 +56,8 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
-    process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed).
+    process in JavaScript, its packages from its lockfile (`npm ci` in its folder, on the Node the adapter runs on:
+    node_modules is never committed).
     A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
@@ -70,8 +72,9 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     if protocol is not None and protocol.npm:
         modules = protocol.folder / "node_modules"
         lock = install_digest(["npm", "ci"], npm_inputs(protocol.folder))
-        if not is_installed(modules, lock):
-            session.run_install("npm", "ci", "--prefix", str(protocol.folder), external=True)
+        if not is_installed(modules, lock):  # npm on the Node the adapter runs on (harness/npm_install.py)
+            for command in install_commands(protocol.folder, env):
+                session.run_install(*command, external=True)
             mark_installed(modules, lock)
 
 

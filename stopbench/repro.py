@@ -265,7 +265,7 @@ def reproducer(results: Path, trial: str, kind: str | None = None,
         adapter = Definition(node_adapter_lines(node, _py), "adapter_class()", [
             INSTALL_STOPBENCH, "    python this_file.py",
             "", f"(and node and npm: the adapter's folder, {node.folder}/, is written next to this file and its",
-            f"packages installed there once with `{' '.join(node.install)}`)"])
+            "packages installed there once, with `npm ci` on the Node the adapter runs on)"])
     else:
         module, cls = locate(row)
         modules = inline(module)

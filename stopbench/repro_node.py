@@ -1,6 +1,6 @@
 """The reproducer's adapter when it is a process in another language (harness/contract/protocol.py): its framework
 folder's files and the packages it takes from files (package.json `file:` dependencies, stopbench-tools), verbatim,
-written out beside the reproducer when it runs, its packages installed there once (`npm ci` from the lockfile), and
+written out beside the reproducer when it runs, its packages installed there once (harness/npm_install.py), and
 its class made from the folder as the harness makes it (`protocol_adapter(load(folder))`).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from harness import PACKAGE
 from harness.contract import registry
-from harness.frameworks import MANIFEST, NPM_LOCKFILE
+from harness.frameworks import MANIFEST
 
 #: the files of a folder that a process adapter runs from (its sources, its manifest, its packages' pins)
 SOURCE_SUFFIXES = (".mjs", ".cjs", ".js", ".mts", ".cts", ".ts", ".json", ".toml")
@@ -27,12 +27,11 @@ PACKAGE_JSON = "package.json"
 
 @dataclass(frozen=True)
 class NodeAdapter:
-    """A process adapter's folder as a reproducer carries it: `files` (path under the common root -> text), the
-    adapter's folder under that root, and the command that installs its packages there."""
+    """A process adapter's folder as a reproducer carries it: `files` (path under the common root -> text) and the
+    adapter's folder under that root."""
 
     files: dict[str, str]
     folder: str
-    install: tuple[str, ...]
 
 
 def protocol_folder(row: dict[str, Any]) -> Path | None:
@@ -79,8 +78,7 @@ def node_adapter(folder: Path) -> NodeAdapter:
     while not all(f.is_relative_to(root) for f in folders):
         root = root.parent
     files = {str(p.relative_to(root)): p.read_text() for f in folders for p in _sources(f)}
-    install = ("npm", "ci") if (folder / NPM_LOCKFILE).exists() else ("npm", "install")
-    return NodeAdapter(files, str(folder.relative_to(root)), install)
+    return NodeAdapter(files, str(folder.relative_to(root)))
 
 
 def node_adapter_lines(node: NodeAdapter, py: Any) -> list[str]:
@@ -94,7 +92,6 @@ def node_adapter_lines(node: NodeAdapter, py: Any) -> list[str]:
     lines += [
         "}",
         f"ADAPTER_FOLDER = {node.folder!r}",
-        f"INSTALL = {list(node.install)!r}",
         "",
         "",
         "def adapter_class() -> type:",
@@ -105,6 +102,7 @@ def node_adapter_lines(node: NodeAdapter, py: Any) -> list[str]:
         "",
         f"    from {PACKAGE}.contract.protocol import protocol_adapter",
         f"    from {PACKAGE}.frameworks import load",
+        f"    from {PACKAGE}.npm_install import install_commands",
         "",
         "    here = Path(__file__).resolve()",
         "    root = here.with_name(here.stem + '_node')",
@@ -114,8 +112,9 @@ def node_adapter_lines(node: NodeAdapter, py: Any) -> list[str]:
         "        if not path.exists() or path.read_text() != text:",
         "            path.write_text(text)",
         "    folder = root / ADAPTER_FOLDER",
-        "    if not (folder / 'node_modules').is_dir():",
-        "        subprocess.run(INSTALL, cwd=folder, check=True)",
+        "    if not (folder / 'node_modules').is_dir():  # npm on the Node the adapter runs on",
+        "        for command in install_commands(folder, root):",
+        "            subprocess.run(command, cwd=folder, check=True)",
         "    return protocol_adapter(load(folder))",
         "",
         "",
