@@ -217,12 +217,11 @@ def test_test_adapter_names_the_extra_it_needs(monkeypatch, capsys):
 
     assert "usage: stopbench test-adapter [-h] adapter [pytest_args ...]" in \
         stopbench("test-adapter", "--help").stdout
-    monkeypatch.setattr(cli, "missing_of_extra", lambda extra: {"test": ["pytest", "openai"]}.get(extra, []))
+    monkeypatch.setattr(cli, "missing_of_extra", lambda extra: {"test": ["pytest", "hypothesis"]}.get(extra, []))
     assert cli.main(["test-adapter", "reference", "-x"]) == 2
     assert capsys.readouterr().err == (
-        "stopbench test-adapter: error: the contract tests need stopbench's 'test' extra (pytest and the openai SDK "
-        "the adapter template uses; missing: pytest, openai): install it with `pip install -e '.[test]'` in your "
-        "stopbench checkout\n")
+        "stopbench test-adapter: error: the contract tests run under pytest, from stopbench's 'test' extra (missing: "
+        "pytest): install it with `pip install -e '.[test]'` in your stopbench checkout\n")
 
 
 def test_a_cut_last_line_loses_no_new_row_and_is_reported(tmp_path):
