@@ -225,7 +225,8 @@ def plan_line(opts: RunOptions, planned: int, current: int, rerun: int, out_file
         return f"stopbench: {opts.adapter}: 0 trials to run: every cell's rows are current ({'; '.join(parts)})"
     durations = sorted(float(r["duration_s"]) for r in rows_there if r.get("duration_s"))
     trial_s = durations[len(durations) // 2] if durations else DEFAULT_TRIAL_S
-    minutes = max(1, round((queued + waiting) * trial_s / (opts.jobs or 1) / 60))
+    side_by_side = opts.jobs or os.cpu_count() or 1  # auto starts with one trial per core
+    minutes = max(1, round((queued + waiting) * trial_s / side_by_side / 60))
     upto = f", {waiting} of them only if their cells' first {FIRST} disagree" if waiting else ""
     jobs = f"jobs={'auto' if opts.jobs is None else opts.jobs}{f', shard {opts.shard}' if opts.shard else ''}"
     return (f"stopbench: {opts.adapter}: {queued + waiting} to run{upto}, about {minutes} min ({trial_s:.1f} s a "
