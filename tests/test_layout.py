@@ -26,6 +26,7 @@ ALLOWED = {
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
+    "npm_install": {"frameworks"},  # standard library only: noxfile.py installs JS adapters with it
     "tools": {"vocabulary", "clock", "stop_button"},
     "scenario": {"tools"},
     "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
