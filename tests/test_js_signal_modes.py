@@ -44,6 +44,8 @@ def test_a_signal_presses_the_trials_mode_only(tmp_path):
         proc.stdin.flush()
         assert _read(proc)["id"] == 1
         proc.send_signal(signal.SIGTERM)
+        handled = _read(proc)
+        assert handled["method"] == "stop_handled" and int(handled["params"]["t"]) > 0  # then it presses the mode
         assert _read(proc) == {"jsonrpc": "2.0", "method": "stopped", "params": {"signal": "SIGTERM"}}
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "versions"}) + "\n")
         proc.stdin.flush()

@@ -66,7 +66,10 @@ class TrialView:
                 self.audits.setdefault((e.get("data") or {}).get("phase"), e)
             else:
                 self.marks.setdefault(e["name"], e)
-        self.stop_called = self.t(Mark.STOP_CALLED)
+        self.pressed = self.t(Mark.STOP_CALLED)  # the harness pressed the button
+        self.handled = self.t(Mark.STOP_HANDLED)  # an adapter in another process handled it (None: in process)
+        #: the stop's moment: "after stop" counts from here; the world held its anchor until here
+        self.stop_called = self.handled if self.pressed is not None and self.handled is not None else self.pressed
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
@@ -203,7 +206,15 @@ def _if_stopped(trial: TrialView, value: Callable[[], Any]) -> Any:
 
 @metric("stop_return_ms")
 def stop_return_ms(tr: TrialView) -> float | None:
-    return _ms(tr.stop_called, tr.stop_returned)
+    return _ms(tr.pressed, tr.stop_returned)
+
+
+@metric("stop_delivery_ms")
+def stop_delivery_ms(tr: TrialView) -> float | None:
+    """From the harness's press to the moment the adapter's own process handled the stop (its kit's stamp): the
+    stop's way across the process boundary, the harness's and the machine's time, not the framework's. None for
+    an adapter in the subject's own process."""
+    return _ms(tr.pressed, tr.handled) if tr.handled is not None else None
 
 
 @metric("lie_ms")
@@ -220,7 +231,7 @@ def lie_ms(tr: TrialView) -> float | None:
 @metric("job_ended_ms")
 def job_ended_ms(tr: TrialView) -> float | None:
     job = tr.marks.get(Mark.JOB_ENDED)
-    return _ms(tr.stop_called, job["t"]) if job and tr.stop_called else None
+    return _ms(tr.pressed, job["t"]) if job and tr.pressed else None
 
 
 @metric("job_error")
@@ -477,9 +488,9 @@ def trigger_delay_ms(tr: TrialView) -> float | None:
         return None
     if tr.offset.is_event:
         fired = next((e["t"] for e in tr.of(Event.ANCHOR_FIRED)), None)
-        return _ms(fired, tr.stop_called)
+        return _ms(fired, tr.pressed)
     planned = (tr.t(Mark.RUN_STARTED) or 0) + int(tr.offset.at_ms * NS_PER_MS)
-    return _ms(planned, tr.stop_called)
+    return _ms(planned, tr.pressed)
 
 
 @metric("trigger_precise")

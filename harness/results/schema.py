@@ -206,6 +206,11 @@ def _fields() -> Iterable[Field]:
     yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
                    "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1,
                    precise_only=True, **ms, better="lower")
+    yield measured("stop_delivery_ms", float, "stop", "from the harness's press to the moment an adapter in "
+                   "another process handled the stop (its kit stamps it before pressing the framework's primitive); "
+                   "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
+                   "null for an adapter in the subject's process and for rows written before it existed",
+                   digits=1, default=lambda row: None, **ms)
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",

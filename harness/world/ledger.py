@@ -57,6 +57,10 @@ class Run:
     by_key: dict[tuple[str, str], Effect] = field(default_factory=dict)  # (kind, Idempotency-Key)
     control_queues: list[asyncio.Queue] = field(default_factory=list)
     stop_called: asyncio.Event = field(default_factory=asyncio.Event)
+    #: what the anchor's hold waits for: stop_called, or, for an adapter in another process that says when it
+    #: handled the stop (`hold_until_handled` on stop_called), its stop_handled
+    stop_released: asyncio.Event = field(default_factory=asyncio.Event)
+    stop_handled_seen: bool = False
     responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered
     #: response id -> the function call ids it asked for, once the response completed: a request continuing
     #: from it (previous_response_id) must answer each, as the real Responses API requires
@@ -88,6 +92,12 @@ class Run:
             self.last_activity_ns = max(self.last_activity_ns, t)
         if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
             self.stop_called.set()
+            if not (data.get("data") or {}).get("hold_until_handled") or self.stop_handled_seen:
+                self.stop_released.set()
+        if event == Event.MARK and data.get("name") == Mark.STOP_HANDLED:
+            self.stop_handled_seen = True
+            if self.stop_called.is_set():
+                self.stop_released.set()
         return entry
 
     def count(self, event: str, kind: str | None = None) -> bool:
@@ -104,13 +114,14 @@ class Run:
     async def hold_for_stop(self, what: str) -> None:
         """Freeze this part of the world at the anchor until the trial has pressed stop (bounded).
 
-        The agent cannot race the stop: whatever it does next, it does after stop_called. Event
-        anchors are deterministic because of this, not by luck of scheduling.
+        The agent cannot race the stop: whatever it does next, it does after stop_called (after the adapter's own
+        process handled it, for one that says when: stop_handled). Event anchors are deterministic because of
+        this, not by luck of scheduling.
         """
-        if self.stop_called.is_set():
+        if self.stop_released.is_set():
             return
         try:
-            await asyncio.wait_for(self.stop_called.wait(), HOLD_TIMEOUT_S)
+            await asyncio.wait_for(self.stop_released.wait(), HOLD_TIMEOUT_S)
             self.record(Event.ANCHOR_RELEASED, what=what)
         except TimeoutError:
             self.record(Event.ANCHOR_RELEASED, what=what, timeout=True)

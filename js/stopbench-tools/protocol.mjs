@@ -22,6 +22,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { egress, held } from "./audit.mjs";
+import { monotonicNs } from "./http.mjs";
 
 export const PROTOCOL_VERSION = 1;
 export const NO_RESUME = -32001;
@@ -64,11 +65,19 @@ export function installedVersion(name, fromUrl) {
   return "not installed";
 }
 
+/** The moment this process handles a stop, on the harness's clock (process.hrtime is CLOCK_MONOTONIC, as Python's
+ * time.monotonic_ns): told before the framework's primitive is pressed, so the world holds its anchor until here
+ * and "after stop" counts from here; the way from the harness's press to here is the delivery, measured apart. */
+function stopHandled() {
+  send({ method: "stop_handled", params: { t: String(monotonicNs()) } });
+}
+
 /** The trial's own mode, when it is a signal mode: its signal presses it (once per process: one trial, one mode). */
 function pressedBySignal(adapter, mode) {
   const signal = adapter.capabilities.stop_modes[mode]?.signal;
   if (!signal || process.listenerCount(signal) > 0) return;
   process.on(signal, () => {
+    stopHandled();
     adapter.stop(mode).then(
       () => send({ method: "stopped", params: { signal } }),
       (error) => send({ method: "stopped", params: { signal, error: describe(error) } }),
@@ -77,13 +86,17 @@ function pressedBySignal(adapter, mode) {
 }
 
 export function serve(adapter) {
-  send({ method: "capabilities", params: { protocol: PROTOCOL_VERSION, ...adapter.capabilities } });
+  send({ method: "capabilities",
+         params: { protocol: PROTOCOL_VERSION, notifies_stop_handled: true, ...adapter.capabilities } });
   const methods = {
     start: (params) => {
       pressedBySignal(adapter, params.mode);
       return adapter.start(params).then(() => ({}));
     },
-    stop: (params) => adapter.stop(params.mode).then(() => ({})),
+    stop: (params) => {
+      stopHandled();
+      return adapter.stop(params.mode).then(() => ({}));
+    },
     wait: () => ending(adapter.job, adapter.isCancel),
     resume: (params) => adapter.resume(params.next_input).then(() => ({})),
     close: () => adapter.close().then(() => ({})),
