@@ -57,7 +57,9 @@ def _legend() -> str:
 RULES = """\
 How to read these tables
 - One trial = adapter x stop mode x scenario x offset x tool style x mitigation x repetition; one row each.
-- "After stop" = stamped by the world after the trial's `stop_called` mark and before `resume_started`.
+- "After stop" = stamped by the world after the trial's stop and before `resume_started`: the `stop_called` mark
+  (the press), or, for an adapter in another process that stamps it, `stop_handled` (the moment its process
+  handled the stop; the way there is `stop_delivery_ms`).
 """ + _legend() + f"""\
 - Every trial is observed until its run is quiet and at least `observe_ms` (the observation floor,
   {DEFAULT_OBSERVE_MS:g} ms by default) after the stop and after resume: late work (a retry after a back-off)

@@ -94,7 +94,9 @@ class Run:
             self.stop_called.set()
             if not (data.get("data") or {}).get("hold_until_handled") or self.stop_handled_seen:
                 self.stop_released.set()
-        if event == Event.MARK and data.get("name") == Mark.STOP_HANDLED:
+        if event == Event.MARK and data.get("name") in (Mark.STOP_HANDLED, Mark.STOP_RETURNED):
+            # handled by the adapter's process; or the button returned and no stamp came (a process that
+            # declared one and never sent it): the stop has reached the app either way
             self.stop_handled_seen = True
             if self.stop_called.is_set():
                 self.stop_released.set()
