@@ -3,6 +3,7 @@ a figure edited by hand, or rows republished without rewriting the blocks, fails
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from harness.results import readme_blocks, schema
 from harness.results.rows import append_row
 
 ROOT = Path(__file__).resolve().parents[1]
+#: a k/N figure typed in prose or a table (not a version, a path, an anchor or a URL)
+SHARE_FIGURE = re.compile(r"(?<![\w:./-])\d+/\d+(?![\w./-])")
 FRAMEWORK_TOML = """\
 dependencies = []
 packages = []
@@ -126,3 +129,19 @@ def test_the_command_line_updates_and_checks(planted, capsys):
     assert readme_blocks.main(["--update", str(root / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert readme_blocks.USAGE in err and f"{root / 'nowhere'}: no raw/ folder of result rows" in err
+
+
+def test_no_adapter_readme_types_a_share_outside_its_block():
+    """The prose says what a button does; how often it did it is the block's."""
+    typed = []
+    for readme in sorted((ROOT / "adapters").glob("*/README.md")):
+        text = readme.read_text()
+        start, end = text.find(readme_blocks.BEGIN), text.find(readme_blocks.END)
+        prose = text[:start] + text[end:] if 0 <= start < end else text
+        typed += [f"{readme.relative_to(ROOT)}: {figure}" for figure in SHARE_FIGURE.findall(prose)]
+    assert typed == []
+
+
+def test_a_typed_share_is_found_and_a_version_or_anchor_is_not():
+    assert SHARE_FIGURE.findall("leaked 9/9, at:150ms, openai 3.57.0, PR #6564, a/b 1/2") == ["9/9", "1/2"]
+    assert SHARE_FIGURE.findall("see results/raw/x.jsonl and https://h/1/2") == []
