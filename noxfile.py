@@ -164,9 +164,12 @@ def patch(session: nox.Session, adapter: str) -> None:
 
 @nox.session
 def report(session: nox.Session) -> None:
-    """Tables and plots from results/raw/ into results/README.md, CSV and HTML (`-- DIR` for another folder)."""
+    """Tables and plots from results/raw/ into results/README.md, CSV and HTML, and the measured blocks of the adapter
+    READMEs (`-- DIR` for another folder: its report only)."""
     install_framework(session, CORE, "report")  # the reference pins cover pandas and matplotlib too
     session.run("stopbench", "report", *(session.posargs or [RESULTS]))
+    if not session.posargs:  # the published rows: the adapter READMEs' measured blocks are rewritten from them
+        session.run("python", "-m", "harness.results.readme_blocks", "--update", RESULTS)
 
 
 @nox.session

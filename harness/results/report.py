@@ -396,7 +396,7 @@ def _markdown(df, rows_dir: str, counts, cards, claims, sections, bad, capabilit
 
     score = pd.DataFrame([{
         "framework": c["framework"], "best button": best_text(c),
-        **{s.label: _share(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
+        **{s.label: share_text(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
     site = os.environ.get("STOPBENCH_SITE_URL", "site/index.html")
     findings_page = site.rpartition("/")[0] + "/findings.html" if "/" in site else "findings.html"
     md = ["# stopbench results\n",
@@ -474,7 +474,8 @@ def _side_by_side_md(pairs, page: str) -> list[str]:
     return md
 
 
-def _share(v: dict[str, Any]) -> str:
+def share_text(v: dict[str, Any]) -> str:
+    """A scorecard share as a table writes it: `k/N (lo%-hi%)`, `n/a` when it does not apply (N = 0)."""
     if not v["n"]:
         return "n/a"
     return f"{schema.ratio_text(v['k'], v['n'])} ({v['lo']:.0%}-{v['hi']:.0%})"
