@@ -26,11 +26,12 @@ ALLOWED = {
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
+    "billing": set(),  # standard library only: the providers' billing profiles, data with their sources
     "tools": {"vocabulary", "clock", "stop_button"},
-    "scenario": {"tools"},
-    "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
+    "scenario": {"tools", "billing"},
+    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing"},
     "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks"},
-    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},
     "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner"},
