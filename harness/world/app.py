@@ -172,9 +172,9 @@ class WorldApp:
                 return await anthropic_api.messages(run, _model_body("anthropic", body), raw, conn)
             except model_api.InvalidRequest as e:
                 raise HTTPError(400, str(e), e.body) from e
-        model, _, method = rest.removeprefix("v1beta/models/").rpartition(":")
-        if rest.startswith("v1beta/models/") and model and method in (gemini_api.PLAIN_METHOD,
-                                                                      gemini_api.STREAM_METHOD):
+        version, _, path = rest.partition("/models/")
+        model, _, method = path.rpartition(":")
+        if version in gemini_api.API_VERSIONS and model and method in gemini_api.METHODS:
             try:
                 return await gemini_api.generate_content(run, model, method, _model_body("gemini", body), raw, conn)
             except model_api.InvalidRequest as e:

@@ -38,6 +38,9 @@ _ERRORS: dict[int, tuple[str, str]] = {
     504: ("DEADLINE_EXCEEDED", "Deadline expired before operation could complete."),
 }
 STREAM_METHOD, PLAIN_METHOD = "streamGenerateContent", "generateContent"
+METHODS = (PLAIN_METHOD, STREAM_METHOD)
+#: the API versions a client may name in the path (google-genai picks one by its release)
+API_VERSIONS = ("v1", "v1beta", "v1alpha")
 
 
 def error_body(status: int, name: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -196,10 +196,11 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
 
         conn.on_gone = gone
     pieces = answer.pieces if limit is None else answer.pieces[:limit]
+    resumed = 0  # when the stream last came out of a hold: the provider noticed nothing while it stood still
     for i, piece in enumerate(pieces):
         await pacer.before(i)
         if conn is not None and conn.disconnected:
-            await bill_unread(run, req, sent, len(pieces) - i, pacer, conn.gone_ns or time.monotonic_ns())
+            await bill_unread(run, req, sent, len(pieces) - i, pacer, max(conn.gone_ns or 0, resumed))
             return sent, False
         pacer.sent(run.record(Event.TOKEN, req=req, i=i)["t"])
         sent += 1
@@ -207,7 +208,8 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
         if run.count(Event.TOKEN):  # the next token waits for the stop: counts after it are the client's doing
             held = time.monotonic_ns()
             await run.hold_for_stop(f"token after req {req}")
-            pacer.held(time.monotonic_ns() - held)
+            resumed = time.monotonic_ns()
+            pacer.held(resumed - held)
     return sent, limit is None
 
 
