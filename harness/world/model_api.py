@@ -1,8 +1,10 @@
-"""The scripted model: OpenAI Chat Completions and Responses, streamed and not.
+"""The scripted model: what every wire shares (turn, tokens, pacing, generation, billing), and the OpenAI wires,
+Chat Completions and Responses, streamed and not (Anthropic and Gemini: anthropic_api.py, gemini_api.py).
 
 The scenario decides the answer; the request only decides which turn (by counting the tool results
-it already carries). One token = one delta; each is stamped in the ledger as it is generated. A
-stream stops generating when the client goes away; a non-streaming answer is generated in full.
+it already carries). One token = one delta; each is stamped in the ledger as it is generated. What a
+stream still generates after its client went away is the run's billing profile (harness/billing.py); a
+non-streaming answer is generated in full.
 
 Agents that keep tool calls as text (smolagents' ToolCallingAgent) are scripted too: a Chat Completions
 request with no tool message is counted by the run's call ids it echoes in its text, and a text turn asked
@@ -216,7 +218,8 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
 async def bill_unread(run: Run, req: int, sent: int, left: int, pacer: Pacer, gone_ns: int) -> None:
     """What the provider still generates after the client left, under the run's billing profile: the answer's
     remaining `left` tokens, at the stream's pace (the next one is due now), until the answer ends or the
-    profile's time after `gone_ns` is up. Each is a `token` stamped `unread` (billed, never sent); the answer
+    profile's time after `gone_ns` is up (counted from the end of an anchor's hold when that came later: the
+    stream's clock stood still). Each is a `token` stamped `unread` (billed, never sent); the answer
     ends with `response_done` saying how many of its tokens nobody read. Nothing under stops_at_disconnect."""
     runs_on = run.billing.runs_on_ms
     if runs_on == 0:
