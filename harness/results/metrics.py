@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.billing import DEFAULT_PROFILE
 from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
@@ -222,8 +223,9 @@ def lie_ms(tr: TrialView) -> float | None:
     if tr.stop_returned is None:
         return None
     # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
+    # nor are the tokens a provider bills after the client left (the provider going on, not the run)
     late = [e["t"] for e in tr.events if e["event"] in ACTIVITY_EVENTS
-            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION)
+            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION) and not e.get("unread")
             and tr.stop_returned < e["t"] < tr.end_stop_phase]
     return _ms(tr.stop_returned, max(late)) if late else 0.0
 
@@ -254,6 +256,17 @@ def tokens_total(tr: TrialView) -> int:
 @metric("tokens_after_stop")
 def tokens_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.tokens)))
+
+
+@metric("tokens_unread_after_stop")
+def tokens_unread_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: sum(tr.in_stop_phase(e) for e in tr.tokens if e.get("unread")))
+
+
+@metric("billing_profile")
+def billing_profile(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
 
 
 @metric("llm_requests_after_stop")

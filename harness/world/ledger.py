@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.billing import DEFAULT_PROFILE, BillingProfile
 from harness.scenario import Offset, Scenario, resolve_scenario, scenario_path
 from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
@@ -39,6 +40,7 @@ class Run:
     seed: int
     anchor: Offset | None
     created_ns: int
+    billing: BillingProfile = DEFAULT_PROFILE  # what the provider bills after a streamed answer's client left
     events: list[dict[str, Any]] = field(default_factory=list)
     last_activity_ns: int = 0
     open_requests: int = 0
