@@ -62,7 +62,7 @@ class Run:
     #: what the anchor's hold waits for: stop_called, or, for an adapter in another process that says when it
     #: handled the stop (`hold_until_handled` on stop_called), its stop_handled
     stop_released: asyncio.Event = field(default_factory=asyncio.Event)
-    stop_handled_seen: bool = False
+    stop_reached_app: bool = False
     responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered
     #: response id -> the function call ids it asked for, once the response completed: a request continuing
     #: from it (previous_response_id) must answer each, as the real Responses API requires
@@ -92,17 +92,22 @@ class Run:
             if self.open_requests == 0:  # not per streamed token: a token comes with its request open
                 self._pause_ends(t)
             self.last_activity_ns = max(self.last_activity_ns, t)
-        if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
+        if event == Event.MARK:
+            self._on_mark(data.get("name"), data.get("data") or {})
+        return entry
+
+    def _on_mark(self, name: Any, data: dict[str, Any]) -> None:
+        """Release the world's hold once the stop was pressed and has reached the app."""
+        if name == Mark.STOP_CALLED:
             self.stop_called.set()
-            if not (data.get("data") or {}).get("hold_until_handled") or self.stop_handled_seen:
+            if not data.get("hold_until_handled") or self.stop_reached_app:
                 self.stop_released.set()
-        if event == Event.MARK and data.get("name") in (Mark.STOP_HANDLED, Mark.STOP_RETURNED):
+        elif name in (Mark.STOP_HANDLED, Mark.STOP_RETURNED):
             # handled by the adapter's process; or the button returned and no stamp came (a process that
             # declared one and never sent it): the stop has reached the app either way
-            self.stop_handled_seen = True
+            self.stop_reached_app = True
             if self.stop_called.is_set():
                 self.stop_released.set()
-        return entry
 
     def count(self, event: str, kind: str | None = None) -> bool:
         """Count an anchorable event; fire the stop anchor when it is the N-th one. True if it fired now."""
