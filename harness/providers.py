@@ -37,6 +37,10 @@ GEMINI = Provider("gemini", "gemini_base_url", "gemini-scripted",
 PROVIDERS: dict[str, Provider] = {p.name: p for p in (OPENAI, ANTHROPIC, GEMINI)}
 #: the provider of a run that names none, and of every row written before providers existed
 DEFAULT_PROVIDER = OPENAI.name
+#: the anchors a framework's full run (`nox -s bench`) sweeps on each provider it declares after its home one (the
+#: first): event anchors only, so that providers add a slice of the matrix and do not multiply every cell of it;
+#: the mitigation and orphan matrices run on the home provider alone
+OTHER_PROVIDERS_ANCHORS = "event"
 
 
 class ProviderError(ValueError):

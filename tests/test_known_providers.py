@@ -70,3 +70,35 @@ def test_each_provider_is_a_cell_of_its_own():
     assert len({s.trial_id(scenarios["q3_report"].digest) for s in specs}) == len(PROVIDERS)
     assert specs[0].trial_id(scenarios["q3_report"].digest).endswith("|async|none|0")  # openai: the id as before
     assert "provider" in CELL and "billing_profile" in CELL
+
+
+def test_another_provider_at_event_anchors_only_is_one_more_matrix_of_the_run():
+    """What the full run does for a framework's second and third provider (noxfile.py, OTHER_PROVIDERS_ANCHORS):
+    an --also matrix of that provider at event anchors, beside the home provider's whole matrix."""
+    from harness.cli import _also
+    from harness.trial.runner import plan_all
+
+    scenarios = load_scenarios()
+    base = RunOptions(adapter="reference", scenarios=["q3_report"], tool_styles=["async"])
+    base.also = [_also(base, "--scenario q3_report --tools async --provider gemini --anchors event")]
+    specs = plan_all(load_adapter("reference"), base, scenarios)
+    home = [s for s in specs if s.provider == "openai"]
+    other = [s for s in specs if s.provider == "gemini"]
+    assert [s.offset.text for s in home] == [o.text for o in scenarios["q3_report"].offsets]
+    assert [s.offset.text for s in other] == [o.text for o in scenarios["q3_report"].offsets if o.is_event]
+    assert len(specs) == len(home) + len(other) and 0 < len(other) < len(home)
+
+
+def test_a_process_whose_providers_differ_from_its_declaration_is_refused():
+    from harness.contract.protocol import ProtocolError, check_declared, parse_capabilities
+
+    caps = {"protocol": 1, "name": "known-leaves-stream-at-stop", "tool_styles": ["async"],
+            "stop_modes": {"cancel": {"primitive": "cancel the job task"}}}
+    where = "known-leaves-stream-at-stop: capabilities"
+    check_declared(LeavesStreamAtStop, parse_capabilities({**caps, "providers": list(PROVIDERS)}, where), where)
+    with pytest.raises(ProtocolError, match=r"field 'providers': the process says \['openai'\]; the adapter "
+                                            r"declares \['openai', 'anthropic', 'gemini'\]"):
+        check_declared(LeavesStreamAtStop, parse_capabilities(caps, where), where)  # absent: openai alone
+    with pytest.raises(ProtocolError, match=r"field 'providers': expected a list of some of openai, anthropic, "
+                                            r"gemini, each once"):
+        parse_capabilities({**caps, "providers": ["bedrock"]}, where)
