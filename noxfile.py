@@ -16,6 +16,7 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
+from harness.billing import BILLING_MATRIX  # noqa: E402 (stdlib only)
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
 from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
@@ -117,16 +118,23 @@ def bench(session: nox.Session, adapter: str) -> None:
     # one run (one world, one queue: no pause between matrices): the main matrix on the framework's home provider (the
     # first it declares); the mitigation comparison (every mode, q3_report's event anchors, async tools); the orphan
     # matrix (every MCP launch, a host that closes or crashes); each other provider it declares at event anchors
-    # (harness/providers.py OTHER_PROVIDERS_ANCHORS)
+    # (harness/providers.py OTHER_PROVIDERS_ANCHORS); the billing matrix on each provider (harness/billing.py)
     mitigations = " ".join(f"--mitigation {m}" for m in ("saga", "idempotent", "saga+idempotent"))
     offsets = " ".join(f"--offset {o}" for o in MITIGATION_OFFSETS)
     launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
     home, *others = FRAMEWORKS[adapter].adapter.providers  # the home provider's whole matrix; the others' event
     providers = [a for p in others for a in ("--also", f"--provider {p} --anchors {OTHER_PROVIDERS_ANCHORS}")]
+    # and, on every provider, the billing matrix under the other profile (harness/billing.py BILLING_MATRIX)
+    scenarios = " ".join(f"--scenario {s}" for s in BILLING_MATRIX["scenarios"])
+    style = FRAMEWORKS[adapter].adapter.tool_styles[0]
+    billing = [a for p in (home, *others) for a in (
+        "--also", f"--provider {p} --billing {BILLING_MATRIX['billing']} --anchors {BILLING_MATRIX['anchors']} "
+                  f"--tools {style} {scenarios}")]
     session.run("stopbench", "run", "--adapter", adapter, "--provider", home, "--reps", REPS, "--jobs", JOBS,
                 "--out", RESULTS, *SELECT,
                 "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
                 "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", *providers,
+                *billing,
                 **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
