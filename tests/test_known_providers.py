@@ -47,6 +47,21 @@ def test_tokens_billed_after_a_stop_on_each_provider(tmp_path, provider, billing
     assert row["trial_id"].endswith(suffix)
 
 
+@pytest.mark.parametrize("billing", list(BILLED_AFTER_STOP))
+def test_what_the_frameworks_usage_says_against_what_the_world_billed(tmp_path, billing):
+    """The client says it used the READ tokens it read; the world generated READ, then (runs_to_completion) the
+    rest of the answer after the client left: the usage leaves those off the bill. A client with no usage account
+    says nothing (null, not 0)."""
+    scenarios = one_answer(tmp_path)
+    (row,) = run(KA + "LeavesStreamReportsWhatItRead", tmp_path / "reads", scenarios=["one_answer"],
+                 scenarios_dir=scenarios, billing=billing, tool_styles=["async"], deadlines=FAST)
+    assert row["status"] == "ok", row["reason"]
+    assert (row["usage_reported_tokens"], row["usage_unreported_tokens"]) == (READ, BILLED_AFTER_STOP[billing])
+    (silent,) = run(ADAPTER, tmp_path / "silent", scenarios=["one_answer"], scenarios_dir=scenarios,
+                    billing=billing, tool_styles=["async"], deadlines=FAST)
+    assert (silent["usage_reported_tokens"], silent["usage_unreported_tokens"]) == (None, None)
+
+
 def test_a_provider_the_adapter_does_not_declare_is_refused():
     opts = RunOptions(adapter=KA + "LeaksOneEmail", providers=["gemini"])
     with pytest.raises(AdapterError, match=r"no client for provider 'gemini' \(it declares: openai"):

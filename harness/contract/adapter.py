@@ -199,6 +199,13 @@ class Adapter(abc.ABC):
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
 
+    async def reported_usage(self) -> int | None:
+        """The output tokens the framework's own usage accounting says the stopped run used (its turns up to the
+        stop, the cancelled one included if it counts it), read once the stop phase settled; None when it reports
+        none. Rows set it beside what the world billed: what a user's bill would show against what the
+        framework's usage told them."""
+        return None
+
     async def held(self) -> HostHoldings | None:
         """What an adapter process in another language holds, for the audit; None for an adapter in the subject
         itself (the audit sees its threads and tasks directly)."""

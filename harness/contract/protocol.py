@@ -299,6 +299,13 @@ class ProtocolAdapter(Adapter):
             raise ProtocolError(f"{self.name}: the adapter process did not exit within {EXIT_S:g} s of close and the "
                                 "end of its stdin; it was killed")
 
+    async def reported_usage(self) -> int | None:
+        """The adapter process's `usage` answer (docs/adapter-protocol.md); None from a process that is gone."""
+        conn = self.conn
+        if conn is None or conn.exited.done() or conn.broken is not None:
+            return None
+        return (await conn.request("usage", timeout_s=AUDIT_S)).get("output_tokens")
+
     async def held(self) -> HostHoldings | None:
         """What the process says it holds, less what it held before the run: its answer to `audit`."""
         conn = self.conn

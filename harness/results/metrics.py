@@ -269,6 +269,20 @@ def billing_profile(tr: TrialView) -> str:
     return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
 
 
+@metric("usage_reported_tokens")
+def usage_reported_tokens(tr: TrialView) -> int | None:
+    tokens = tr.data(Mark.USAGE_REPORTED).get("output_tokens")
+    return tokens if isinstance(tokens, int) else None
+
+
+@metric("usage_unreported_tokens")
+def usage_unreported_tokens(tr: TrialView) -> int | None:
+    reported = usage_reported_tokens(tr)
+    if reported is None:
+        return None
+    return sum(e["t"] < tr.end_stop_phase for e in tr.tokens) - reported
+
+
 @metric("llm_requests_after_stop")
 def llm_requests_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.requests)))

@@ -232,6 +232,12 @@ def _fields() -> Iterable[Field]:
     yield measured("billing_profile", str, "model", "what the provider bills after a streamed answer's client left "
                    "(harness/billing.py): `stops_at_disconnect`, `runs_to_completion` or `runs_on_ms:N`; rows written "
                    "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
+    yield measured("usage_reported_tokens", int, "model", "what the framework's own usage accounting said the stopped "
+                   "run used, in output tokens, once the stop phase settled (`Adapter.reported_usage`): a number the "
+                   "framework says about itself, never a measurement; null when it reports none", **n)
+    yield measured("usage_unreported_tokens", int, "model", "output tokens the world generated for the stopped run "
+                   "(before resume, unread ones included) less what the framework's usage said: what its usage "
+                   "leaves off the bill; null when it reports none", better="lower", **n)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "

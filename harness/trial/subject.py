@@ -33,6 +33,8 @@ from harness.vocabulary import AuditPhase, Mark
 
 #: how long the settle step waits before it looks again at a quiet run that still has work scheduled
 WORK_POLL_S = 0.02
+#: how long the framework's usage accounting may take to answer for the stopped run
+USAGE_S = 5.0
 
 
 class Subject:
@@ -202,6 +204,7 @@ class Subject:
         if await self._saga(Mark.SAGA_LATE):
             await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
+        await self._reported_usage(adapter)
         if spec.host == "crash":  # the app dies here without cleanup: no resume, no close()
             await self.enter(Mark.HOST_CRASH, self.deadlines.close)
             await asyncio.sleep(self.deadlines.close)  # the parent SIGKILLs this process meanwhile
@@ -234,6 +237,18 @@ class Subject:
         await self.mark(Mark.RESUME_RETURNED, t=t_returned, error=_describe(err) if err else None)
         await self._settle(Mark.SETTLE_RESUME, since_ns=t_returned)
         await self.audit(AuditPhase.AFTER_RESUME)
+
+    async def _reported_usage(self, adapter: Adapter) -> None:
+        """Ask the framework's usage for the stopped run (bounded: a framework that cannot say is None)."""
+        try:
+            tokens = await asyncio.wait_for(adapter.reported_usage(), USAGE_S)
+        except (Exception, TimeoutError) as e:
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=_describe(e))
+            return
+        if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=f"not a token count: {tokens!r}")
+            return
+        await self.mark(Mark.USAGE_REPORTED, output_tokens=tokens)
 
     async def _close(self, adapter: Adapter) -> None:
         in_time, err = await self.bounded("close", adapter.close(), self.deadlines.close)

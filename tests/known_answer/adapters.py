@@ -267,3 +267,13 @@ class LeavesStreamAtStop(_Base):
     async def stop_cancel(self) -> None:
         self.stopped.set()
         self.task.cancel()
+
+
+class LeavesStreamReportsWhatItRead(LeavesStreamAtStop):
+    """The same client, with a usage account of what it read (as frameworks that add up the streamed chunks'
+    usage do): it says READ output tokens for the stopped run, whatever the provider went on to bill."""
+
+    name = "known-leaves-stream-reports-read"
+
+    async def reported_usage(self) -> int | None:
+        return self.READ
