@@ -148,6 +148,9 @@ class Adapter(abc.ABC):
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+    #: the trial counts the run's processes at fixed moments after the stop (harness/trial/census.py) and observes
+    #: at least until the last: an orchestrator CLI, whose leftovers outlive the process the user started
+    census: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class defined in a framework folder takes its declarations from the folder's framework.toml; the class

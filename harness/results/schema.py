@@ -268,6 +268,17 @@ def _fields() -> Iterable[Field]:
                    default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
                    default=lambda row: None, **n, better="lower")
+    yield measured("survivors_5s", int, "alive", "census trials (an orchestrator CLI): processes of the run alive "
+                   "5 s after the stop (the CLI itself, its native binary, MCP servers, shell children); null "
+                   "without a census (harness/trial/census.py)", label="alive 5 s", default=lambda row: None, **n,
+                   better="lower")
+    yield measured("survivors_30s", int, "alive", "census trials: processes of the run alive 30 s after the stop",
+                   label="alive 30 s", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_rss_bytes", int, "alive", "census trials: the resident memory of those alive 30 s "
+                   "after the stop", unit="bytes", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_cpu_s", float, "alive", "census trials: CPU seconds those alive 30 s after the "
+                   "stop burned since the 5 s count (their whole use, for one not seen then)", unit="s",
+                   default=lambda row: None, **n, better="lower")
     yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "
                    "audit hook in the subject)", **n, better="lower")
