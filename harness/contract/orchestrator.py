@@ -7,8 +7,9 @@ an npm wrapper, MCP servers, shell children that set up sessions of their own) i
 child subreaper, so the audits, the census (harness/trial/census.py) and the reaper find it whatever it did.
 
 Its stop buttons are signals, pressed as a user presses them (`STOPS`); stop() returns when the process the user
-started has exited, as a shell prompt comes back. A subclass says how its CLI is started (`command()`, `run_environment()`,
-`configure()` for its config files) and which process is its native binary (`native`); it presses nothing else.
+started has exited, as a shell prompt comes back. A subclass says how its CLI is started (`command()`,
+`run_environment()`, `configure()` for its config files) and which process is its native binary (`native`); it
+presses nothing else.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ class OrchestratorAdapter(Adapter):
         super().__init__(ctx)
         unknown = set(self.stop_modes) - set(STOPS)
         if unknown:
-            raise ValueError(f"{self.name}: stop modes {sorted(unknown)} are none of an orchestrator's: {sorted(STOPS)}")
+            raise ValueError(f"{self.name}: stop modes {sorted(unknown)} are none of an orchestrator's: "
+                             f"{sorted(STOPS)}")
         self.proc: subprocess.Popen | None = None
         self.exited: asyncio.Future | None = None
 

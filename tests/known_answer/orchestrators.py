@@ -2,13 +2,13 @@
 each of an orchestrator's signals. Its processes, by construction: the wrapper, the native agent, the world's MCP
 server and `sleep 15` in the CLI's process group; `sh` and its `sleep 600` in a session of their own.
 
-| stop           | what happens                                              | alive at 5 s | at 30 s | after the stop    |
-|----------------|-----------------------------------------------------------|--------------|---------|-------------------|
-| sigint         | forwarded to the native, which closes its MCP server, 130 | 3            | 2       | nothing           |
-| sigint_group   | the group's all get it: `sleep 15` dies too               | 2            | 2       | nothing           |
-| sighup         | the group dies (the default action); the server at EOF    | 2            | 2       | nothing           |
-| sigkill        | the wrapper only: the native, orphaned, works on          | 5            | 4       | 1 request, 1 email|
-| sigkill_native | the native dies, its server at EOF, the wrapper after it  | 3            | 2       | nothing           |
+| stop           | what happens                                               | at 5 s | at 30 s | after the stop    |
+|----------------|------------------------------------------------------------|--------|---------|-------------------|
+| sigint         | forwarded to the native: it closes its MCP server, 130     | 3      | 2       | nothing           |
+| sigint_group   | the group's all get it: `sleep 15` dies too                | 2      | 2       | nothing           |
+| sighup         | the group dies (the default action); the server at EOF     | 2      | 2       | nothing           |
+| sigkill        | the wrapper only: the native, orphaned, works on           | 5      | 4       | 1 request, 1 email|
+| sigkill_native | the native dies, its server at EOF, the wrapper after it   | 3      | 2       | nothing           |
 """
 
 from __future__ import annotations
