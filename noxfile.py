@@ -53,7 +53,8 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
     process in JavaScript or an orchestrator CLI from npm, its packages from its lockfile (`npm ci` in its folder:
-    node_modules is never committed). A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
+    node_modules is never committed). A reused environment whose install would change nothing
+    (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
     env = Path(session.virtualenv.location)
