@@ -63,6 +63,9 @@ class CodexCli(OrchestratorAdapter):
     """`codex exec --json` under the Node that ships with the lockfile (22: the wrapper execs into the binary)."""
 
     native = "/bin/codex"
+    #: its shell tool: a command runs on a pseudo-terminal of its own, and one still running after `yield_time_ms`
+    #: stays as a session while the turn goes on
+    agent_tools = ("exec_command",)
     #: the Node that runs the npm wrapper
     node: ClassVar[str] = str(PACKAGED_NODE)
 

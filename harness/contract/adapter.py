@@ -148,6 +148,8 @@ class Adapter(abc.ABC):
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+    #: the agent's own built-in tools (a coding CLI's shell) a scenario's `agent_tools` may script calls to
+    agent_tools: ClassVar[tuple[str, ...]] = ()
     #: the trial counts the run's processes at fixed moments after the stop (harness/trial/census.py) and observes
     #: at least until the last: an orchestrator CLI, whose leftovers outlive the process the user started
     census: ClassVar[bool] = False
