@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import ClassVar
 
-from harness.contract.kit import API_KEY
+from harness.contract.kit import API_KEY, NEXT_INPUT
 from harness.contract.orchestrator import OrchestratorAdapter
 
 FOLDER = Path(__file__).resolve().parent
@@ -25,6 +25,9 @@ PACKAGED_NODE = FOLDER / "node_modules" / ".bin" / "node"
 #: the variable the custom provider reads its key from (`env_key`)
 KEY_VARIABLE = "STOPBENCH_WORLD_API_KEY"
 PROVIDER = "stopbench-world"
+#: refuse a config key this release does not know (so none of ours is silently ignored); run in the trial's
+#: project folder, which is no git checkout
+FLAGS = ("--strict-config", "--skip-git-repo-check")
 MCP_SERVER = "world"
 
 
@@ -70,8 +73,14 @@ class CodexCli(OrchestratorAdapter):
     node: ClassVar[str] = str(PACKAGED_NODE)
 
     def command(self) -> list[str]:
-        return [self.node, str(PACKAGE / "bin" / "codex.js"), "exec", "--json", "--strict-config",
-                "--skip-git-repo-check", self.ctx.prompt]
+        return [*self._codex(), "exec", "--json", *FLAGS, self.ctx.prompt]
+
+    def resume_command(self) -> list[str]:
+        return [*self._codex(), "exec", "resume", "--last", "--json", *FLAGS, NEXT_INPUT]
+
+    def _codex(self) -> list[str]:
+        """`codex` as its bin shim runs it, under this adapter's Node."""
+        return [self.node, str(PACKAGE / "bin" / "codex.js")]
 
     def run_environment(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home / ".codex"), KEY_VARIABLE: API_KEY}

@@ -25,11 +25,11 @@ from typing import Any, ClassVar
 
 import psutil
 
-from harness.contract.adapter import Adapter
+from harness.contract.adapter import Adapter, NoResume
 
-#: where the CLI's output goes, in the trial folder: its stdout (the JSON lines of a headless run) and stderr
-STDOUT_FILE = "cli-stdout.log"
-STDERR_FILE = "cli-stderr.log"
+#: where the CLI's output goes, in the trial folder: its stdout (the JSON lines of a headless run) and stderr, per
+#: run of the CLI (`start`, `resume`)
+OUTPUT_FILES = "cli-{run}-stdout.log", "cli-{run}-stderr.log"
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,10 @@ class OrchestratorAdapter(Adapter):
         home are the framework's declared `environment` (framework.toml), set in the subject and inherited."""
         return {}
 
+    def resume_command(self) -> list[str]:
+        """The command line a user runs to go on with the stopped session (framework.toml's `resume_primitive`)."""
+        raise NoResume(f"{self.name} has no resume")
+
     def configure(self, home: Path) -> None:
         """Write the CLI's config files under its throwaway HOME (the model provider, the MCP servers)."""
 
@@ -104,15 +108,30 @@ class OrchestratorAdapter(Adapter):
     # --- the lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        home, tmp = Path(os.environ["HOME"]), self.ctx.workdir / "tmp"
-        for folder in (home, tmp, self.project):
+        home = Path(os.environ["HOME"])
+        for folder in (home, self.project):
             folder.mkdir(parents=True, exist_ok=True)
         self.configure(home)
-        env = {**os.environ, "TMPDIR": str(tmp), **self.run_environment(home)}
-        with open(self.ctx.workdir / STDOUT_FILE, "wb") as out, open(self.ctx.workdir / STDERR_FILE, "wb") as err:
-            self.proc = subprocess.Popen(self.command(), cwd=self.project, env=env, stdin=subprocess.DEVNULL,
-                                         stdout=out, stderr=err, process_group=0)
+        self.proc = self._launch(self.command(), "start")
         self.exited = _exit_of(self.proc)
+
+    async def resume(self) -> None:
+        """Run the CLI's resume command (after the stopped one has exited) until it exits."""
+        if not self.has_resume():
+            raise NoResume(f"{self.name} has no resume")
+        code = await _exit_of(self._launch(self.resume_command(), "resume"))
+        if code != 0:
+            raise CliExited(code)
+
+    def _launch(self, argv: list[str], run: str) -> subprocess.Popen:
+        """The CLI as a shell starts a job: a process group of its own, in the project, with a private temp folder."""
+        home, tmp = Path(os.environ["HOME"]), self.ctx.workdir / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(tmp), **self.run_environment(home)}
+        out_name, err_name = (name.format(run=run) for name in OUTPUT_FILES)
+        with open(self.ctx.workdir / out_name, "wb") as out, open(self.ctx.workdir / err_name, "wb") as err:
+            return subprocess.Popen(argv, cwd=self.project, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err, process_group=0)
 
     async def stop(self) -> None:
         """Send the mode's signal (STOPS) and return once the process the user started has exited."""
