@@ -23,6 +23,8 @@ def test_each_stop_of_the_planted_cli_leaves_its_known_survivors_at_5_and_30_sec
     after = {m: (r["llm_requests_after_stop"], r["effects_after_stop"]) for m, r in got.items()}
     assert after == {"sigint": (0, 0), "sigint_group": (0, 0), "sighup": (0, 0), "sigkill": (1, 1),
                      "sigkill_native": (0, 0)}
+    # the CLI's network has only the world: its lookup of a telemetry host is counted, once, and sent nowhere
+    assert {m: r["egress_attempts"] for m, r in got.items()} == {m: 1 for m in got}
     # how the process the user started ended: its status, or the signal that killed it
     assert {m: r["job_error"].split(" (at ")[0] for m, r in got.items()} == {
         "sigint": "CliExited: exit status 130", "sigint_group": "CliExited: exit status 130",

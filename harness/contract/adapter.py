@@ -193,6 +193,11 @@ class Adapter(abc.ABC):
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
 
+    def apparatus(self) -> set[int]:
+        """Processes the adapter started for the harness, not for the run (a CLI's network relay): the audits and the
+        census leave them out."""
+        return set()
+
     async def held(self) -> HostHoldings | None:
         """What an adapter process in another language holds, for the audit; None for an adapter in the subject
         itself (the audit sees its threads and tasks directly)."""

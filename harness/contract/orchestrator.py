@@ -22,10 +22,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import psutil
 
-from harness.contract.adapter import Adapter, NoResume
+from harness.contract.adapter import Adapter, HostHoldings, NoResume
+from harness.tools.netns import IsolatedNetwork
 
 #: where the CLI's output goes, in the trial folder: its stdout (the JSON lines of a headless run) and stderr, per
 #: run of the CLI (`start`, `resume`)
@@ -72,6 +74,9 @@ class OrchestratorAdapter(Adapter):
     tool_styles: ClassVar[tuple[str, ...]] = ("mcp",)
     #: the native binary's command line ends with this (its path's tail); the CLI itself, where it execs into it
     native: ClassVar[str] = ""
+    #: run the CLI in a network namespace of its own (harness/tools/netns.py): only the world reachable, every name
+    #: it looks up counted in `egress_attempts` (a native binary's sockets are out of reach of the subject's hook)
+    isolated: ClassVar[bool] = True
 
     def __init__(self, ctx: Any):
         super().__init__(ctx)
@@ -81,6 +86,7 @@ class OrchestratorAdapter(Adapter):
                              f"{sorted(STOPS)}")
         self.proc: subprocess.Popen | None = None
         self.exited: asyncio.Future | None = None
+        self.network: IsolatedNetwork | None = None
 
     # --- what a CLI's adapter says ----------------------------------------------------------------
 
@@ -112,6 +118,8 @@ class OrchestratorAdapter(Adapter):
         for folder in (home, self.project):
             folder.mkdir(parents=True, exist_ok=True)
         self.configure(home)
+        if self.isolated:
+            self.network = IsolatedNetwork(urlsplit(self.ctx.model_base_url).port or 80, self.ctx.workdir)
         self.proc = self._launch(self.command(), "start")
         self.exited = _exit_of(self.proc)
 
@@ -129,6 +137,8 @@ class OrchestratorAdapter(Adapter):
         tmp.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "TMPDIR": str(tmp), **self.run_environment(home)}
         out_name, err_name = (name.format(run=run) for name in OUTPUT_FILES)
+        if self.network is not None:
+            argv = self.network.join(argv)
         with open(self.ctx.workdir / out_name, "wb") as out, open(self.ctx.workdir / err_name, "wb") as err:
             return subprocess.Popen(argv, cwd=self.project, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=err, process_group=0)
@@ -168,8 +178,19 @@ class OrchestratorAdapter(Adapter):
         if code != 0:
             raise CliExited(code)
 
+    def apparatus(self) -> set[int]:
+        return {self.network.process.pid} if self.network is not None else set()
+
+    async def held(self) -> HostHoldings | None:
+        """What the CLI looked up in its network namespace: egress only (what it runs is walked from the subject)."""
+        if self.network is None:
+            return None
+        return HostHoldings(self.network.process.pid, [], egress=self.network.egress(), connected=False)
+
     async def close(self) -> None:
-        """Nothing to release: what the stop left running is the harness's to find and count."""
+        """The network relay ends; what the stop left running is the harness's to find and count."""
+        if self.network is not None:
+            self.network.close()
 
     def _started_exit(self) -> asyncio.Future:
         if self.exited is None:

@@ -19,12 +19,10 @@ from harness.clock import CENSUS_AFTER_S, sleep_until_ns
 from harness.trial.audit import descendant_pids
 
 
-def alive(exclude: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
-    """The subject's live descendants now (less `exclude`), each with what it costs."""
+def alive() -> list[dict[str, Any]]:
+    """The subject's live descendants now, each with what it costs."""
     out = []
     for pid in descendant_pids():
-        if pid in exclude:
-            continue
         try:
             p = psutil.Process(pid)
             cpu = p.cpu_times()
@@ -35,12 +33,11 @@ def alive(exclude: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
     return out
 
 
-async def census(since_ns: int, post: Callable[[float, int, list[dict[str, Any]]], Awaitable[None]],
-                 exclude: Callable[[], frozenset[int]] = frozenset) -> None:
+async def census(since_ns: int, post: Callable[[float, int, list[dict[str, Any]]], Awaitable[None]]) -> None:
     """At each of CENSUS_AFTER_S after `since_ns` (the stop), count what is alive and `post(after_s, t, found)`."""
     for after_s in CENSUS_AFTER_S:
         await sleep_until_ns(since_ns + int(after_s * 1e9))
-        found = alive(exclude())
+        found = alive()
         await post(after_s, time.monotonic_ns(), found)
 
 

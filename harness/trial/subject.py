@@ -140,6 +140,8 @@ class Subject:
         run_started = time.monotonic_ns()
         await self.mark(Mark.RUN_STARTED, t=run_started)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
+        for pid in adapter.apparatus():  # the harness's own, not the run's: no audit counts them
+            audit.harness_own(pid)
         if err is not None or not in_time:
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))

@@ -8,9 +8,10 @@ did (its status, or the same signal), as `codex.js` does where Node cannot exec.
 - starts `sleep 15` in the CLI's group (a tool's child that ends on its own: alive 5 s after the stop, gone at 30 s);
 - starts `sh -c 'sleep 600 & wait'` in a session of its own (a dev server on a pseudo-terminal: no signal sent to
   the CLI's group reaches it), a shell and its grandchild;
-- asks the model once; then waits. On SIGINT it closes the MCP server's stdin, waits for it and exits 130; SIGHUP
-  and SIGTERM end it at once (their default). Orphaned (its wrapper gone, its parent now the subject), it keeps
-  working: one more model request and one email, then it waits on.
+- looks up `telemetry.example.com` (a switch someone missed: its network has only the world, and the lookup is
+  counted), then asks the model once; then waits. On SIGINT it closes the MCP server's stdin, waits for it and exits
+  130; SIGHUP and SIGTERM end it at once (their default). Orphaned (its wrapper gone, its parent now the subject),
+  it keeps working: one more model request and one email, then it waits on.
 Standard library only, so what it does is not in doubt.
 """
 
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -65,6 +67,10 @@ def native(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, interrupted)
     parent = os.getppid()
+    try:
+        socket.getaddrinfo("telemetry.example.com.", 443, socket.AF_INET)  # the final dot: no search domain
+    except OSError:
+        pass
     ask_model(args.model)
     while os.getppid() == parent:
         time.sleep(0.05)
