@@ -281,8 +281,7 @@ def _fields() -> Iterable[Field]:
                    default=lambda row: None, **n, better="lower")
     yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "
-                   "audit hook in the subject; an adapter process's own account; the names an orchestrator CLI looked "
-                   "up in its network namespace)", **n, better="lower")
+                   "audit hook in the subject)", **n, better="lower")
     yield measured("unattributed_requests", int, "alive", "reserved for requests that named no known run (the "
                    "runner reports those per run, not per row: always null)", **n)
 
