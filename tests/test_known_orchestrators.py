@@ -43,3 +43,12 @@ def test_a_trial_without_a_census_has_no_survivor_counts(tmp_path):
     assert row["status"] == "ok", row["reason"]
     assert (row["survivors_5s"], row["survivors_30s"], row["survivors_30s_rss_bytes"],
             row["survivors_30s_cpu_s"]) == (None, None, None, None)
+
+
+def test_an_orchestrator_declaring_a_stop_that_is_no_signal_of_its_kind_is_refused_when_made():
+    import pytest
+
+    from harness.contract.orchestrator import OrchestratorAdapter
+
+    with pytest.raises(TypeError, match=r"Escape: stop modes \['esc'\] are none of an orchestrator's: \['sighup', "):
+        type("Escape", (OrchestratorAdapter,), {"name": "escape", "stop_modes": {"esc": "Esc in the TUI"}})

@@ -78,12 +78,16 @@ class OrchestratorAdapter(Adapter):
     #: it looks up counted in `egress_attempts` (a native binary's sockets are out of reach of the subject's hook)
     isolated: ClassVar[bool] = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A CLI's stop modes are some of STOPS (checked when the class is made, its framework.toml read)."""
+        super().__init_subclass__(**kwargs)
+        unknown = set(getattr(cls, "stop_modes", {})) - set(STOPS)
+        if unknown:
+            raise TypeError(f"{cls.__qualname__}: stop modes {sorted(unknown)} are none of an orchestrator's: "
+                            f"{sorted(STOPS)}")
+
     def __init__(self, ctx: Any):
         super().__init__(ctx)
-        unknown = set(self.stop_modes) - set(STOPS)
-        if unknown:
-            raise ValueError(f"{self.name}: stop modes {sorted(unknown)} are none of an orchestrator's: "
-                             f"{sorted(STOPS)}")
         self.proc: subprocess.Popen | None = None
         self.exited: asyncio.Future | None = None
         self.network: IsolatedNetwork | None = None
