@@ -193,6 +193,11 @@ class Adapter(abc.ABC):
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
 
+    def exit_status(self) -> int | None:
+        """How the job's process ended, where the job is a process the user started (an orchestrator CLI): its exit
+        code, or minus the signal that killed it; None for a job inside the subject or an adapter process."""
+        return None
+
     def apparatus(self) -> set[int]:
         """Processes the adapter started for the harness, not for the run (a CLI's network relay): the audits and the
         census leave them out."""

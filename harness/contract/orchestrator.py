@@ -182,6 +182,9 @@ class OrchestratorAdapter(Adapter):
         if code != 0:
             raise CliExited(code)
 
+    def exit_status(self) -> int | None:
+        return self.proc.returncode if self.proc is not None else None
+
     def apparatus(self) -> set[int]:
         return {self.network.process.pid} if self.network is not None else set()
 

@@ -228,6 +228,11 @@ def job_error(tr: TrialView) -> str | None:
     return tr.data(Mark.JOB_ENDED).get("error") if Mark.JOB_ENDED in tr.marks else None
 
 
+@metric("exit_status")
+def exit_status(tr: TrialView) -> int | None:
+    return tr.data(Mark.JOB_ENDED).get("exit_status") if Mark.JOB_ENDED in tr.marks else None
+
+
 @metric("close_ok")
 def close_ok(tr: TrialView) -> bool:
     return bool(tr.marks.get(Mark.CLOSED)) and not tr.data(Mark.CLOSED).get("error")

@@ -210,6 +210,9 @@ def _fields() -> Iterable[Field]:
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
+    yield measured("exit_status", int, "stop", "orchestrator trials: how the process the user started ended, its exit "
+                   "code or minus the signal that killed it (130 after Ctrl-C, -9 after SIGKILL); null otherwise",
+                   default=lambda row: None, nullable=True)
     yield measured("close_ok", bool, "stop", "`close()` returned without an error", better="higher")
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it

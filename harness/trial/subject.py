@@ -309,7 +309,9 @@ class Subject:
             error = "CancelledError"
         elif job.exception() is not None:
             error = _describe(job.exception())
-        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error)
+        status = self.adapter.exit_status() if self.adapter is not None else None
+        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error,
+                        **({"exit_status": status} if status is not None else {}))
         return error
 
     def _context(self) -> TrialContext:
