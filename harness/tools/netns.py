@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import python_module
+
 CLONE_NEWNET = 0x40000000
 RESOLV_CONF = Path("/etc/resolv.conf")
 #: how the CLI joins the namespace of the relay with this pid (nsenter execs the command: its pid stays)
@@ -147,7 +149,7 @@ class IsolatedNetwork:
 
     def __init__(self, port: int, workdir: Path):
         self.names = workdir / "netns-names.log"
-        self.process = subprocess.Popen([sys.executable, "-m", "harness.tools.netns", "--port", str(port),
+        self.process = subprocess.Popen([*python_module("tools.netns"), "--port", str(port),
                                          "--names", str(self.names)], stdout=subprocess.PIPE,
                                         stderr=open(workdir / "netns-stderr.log", "wb"))  # noqa: SIM115 (its own)
         line = self.process.stdout.readline() if self.process.stdout else b""
