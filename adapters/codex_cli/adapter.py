@@ -93,7 +93,8 @@ class CodexCli(OrchestratorAdapter):
 
     @classmethod
     def versions(cls) -> dict[str, str]:
-        package = json.loads((PACKAGE / "package.json").read_text()) if PACKAGE.exists() else {}
+        manifest = PACKAGE / "package.json"  # absent until `npm ci` here (and in a wheel, which ships no packages)
+        package = json.loads(manifest.read_text()) if manifest.is_file() else {}
         return {"@openai/codex": package.get("version", "not installed"), "node": _node_version(cls.node)}
 
 
