@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.billing import DEFAULT_PROFILE, BillingError, BillingProfile, parse_billing
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_KIND, TOOL_NAMES, TOOL_PARAMETERS
 
 # bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
@@ -193,6 +194,8 @@ class Scenario:
     #: the report sets the two side by side
     variant_of: str = ""
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
+    #: what the provider bills after a streamed answer's client left (harness/billing.py); a run may override it
+    billing: BillingProfile = DEFAULT_PROFILE
     prompt: str = ""
     tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
     #: the agent's own built-in tools the turns may call (a coding CLI's shell: `exec_command`), name -> parameters;
@@ -244,7 +247,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms", "tools", "agent_tools", "variant_of"}
+             "commit_on_disconnect", "observe_ms", "tools", "agent_tools", "variant_of", "billing"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -325,6 +328,10 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(observe, (int, float)) or isinstance(observe, bool) or not 0 <= observe <= MAX_OBSERVE_MS:
         raise ScenarioError(f"{source}.observe_ms: expected milliseconds from 0 to {MAX_OBSERVE_MS:g}, "
                             f"got {observe!r}")
+    try:
+        billing = parse_billing(data.get("billing", DEFAULT_PROFILE.name), f"{source}.billing")
+    except BillingError as e:
+        raise ScenarioError(str(e)) from e
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
@@ -337,6 +344,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         commit_on_disconnect=cod,
         variant_of=variant_of,
         observe_ms=float(observe),
+        billing=billing,
         tools=declared,
         agent_tools=agent_tools,
         source=source,

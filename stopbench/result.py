@@ -90,7 +90,8 @@ class TrialResult:
             return f"{n} tokens streamed after the stop"
         if late == n:
             return f"{n} tokens generated after the stop for requests sent after it"
-        return f"{n} tokens after the stop: {n - late} streamed, {late} for requests sent after it"
+        return f"{n} tokens after the stop: {n - late} streamed from a request sent before it, {late} for requests " \
+               "sent after it"
 
     def _billed(self) -> str:
         n = len({e["req"] for e in self.trial.tokens

@@ -218,3 +218,23 @@ def test_the_published_readme_reads_on_github():
     """No line of results/README.md is longer than 600 characters: long lists live on the site."""
     text = (ROOT / "results" / "README.md").read_text()
     assert max(map(len, text.splitlines())) <= 600
+
+
+def test_the_thesis_names_the_frameworks_whose_buttons_really_stop():
+    """`a`'s button never goes on, `b`'s always does, `c`'s went on in one of ten conditions (within the noise of
+    0: it really stops). "Only a stops" over a and b is confirmed; over a, b and c it is partly (c stops too);
+    "only b stops" over a and b is refuted."""
+    rows = [{**trial("m", s, o, 1, adapter=fw, llm_requests_after_stop=int(fw == "b" or (fw == "c" and i == 0))),
+             "framework": fw} for fw in ("a", "b", "c") for i, (s, o) in enumerate(CONDITIONS)]
+    df = pd.DataFrame(rows)
+
+    def thesis(frameworks, stop):
+        return judge({"id": "t", "framework": "*", "claim": "only these stop", "rule": "only_these_stop",
+                      "frameworks": frameworks, "stop": stop}, df)
+
+    verdict, evidence = thesis(["a", "b"], ["a"])
+    assert verdict == Word.CONFIRMED
+    assert evidence == ("2/2 of a, b as the claim says; the buttons that really stop, per framework: a: a/m; b: no "
+                        "button; c: c/m")
+    assert thesis(["a", "b", "c"], ["a"])[0] == Word.PARTLY
+    assert thesis(["a", "b"], ["b"])[0] == Word.REFUTED

@@ -109,6 +109,23 @@ def test_tokens_and_requests_after_stop_count_the_stop_phase_only():
     assert row["llm_requests_after_stop"] == 1
 
 
+def test_tokens_billed_after_the_client_left_count_as_billed_not_as_the_run_going_on():
+    """Unread tokens (the provider generating after the client left) are billed after the stop and counted
+    apart; they do not stretch lie_ms. The row says the run's billing profile (rows of older ledgers: the
+    default)."""
+    led = stopped(100, 110).at(0, Event.RUN_CREATED, billing="runs_to_completion")
+    led.at(10, Event.LLM_REQUEST, req=1, turn=0)
+    led.at(20, Event.TOKEN, req=1, i=0).at(105, Event.TOKEN, req=1, i=1).at(115, Event.DISCONNECT, req=1, tokens=2)
+    for i, ms in enumerate((130, 140, 150), 2):
+        led.at(ms, Event.TOKEN, req=1, i=i, unread=True)
+    row = led.row()
+    assert (row["tokens_after_stop"], row["tokens_unread_after_stop"], row["tokens_total"]) == (4, 3, 5)
+    assert row["lie_ms"] == 5.0  # to the disconnect, not to the last unread token
+    assert row["billing_profile"] == "runs_to_completion"
+    assert stopped().row()["billing_profile"] == "stops_at_disconnect"
+    assert Ledger().row()["tokens_unread_after_stop"] is None
+
+
 def test_nothing_after_stop_is_measured_without_a_stop():
     row = Ledger().at(10, Event.TOKEN, req=1, i=0).effect(20, 30, "e1").row()
     assert row["tokens_total"] == 1 and row["effects_committed_total"] == 1

@@ -118,6 +118,23 @@ def test_the_site_is_byte_identical_when_made_twice(results):
     assert [name for name in first if first[name] != second[name]] == []
 
 
+def test_two_renders_in_two_folders_are_byte_identical(results, tmp_path, monkeypatch):
+    """The rows copied to two folders and reported in each: no page, table or reproducer names its folder."""
+    monkeypatch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
+    renders = []
+    for name in ("one", "two"):
+        folder = tmp_path / name / "results"
+        for part in ("raw", "evidence"):
+            shutil.copytree(results / part, folder / part)
+        write_report(folder, folder, reproduce=write_reproducers)
+        renders.append({p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+                        if p.is_file() and p.parts[len(folder.parts)] not in ("raw", "evidence")})
+    one, two = renders
+    assert any(name.startswith("site/repro/") for name in one) and "README.md" in one
+    assert sorted(one) == sorted(two)
+    assert [name for name in one if one[name] != two[name]] == []
+
+
 def test_the_site_is_light(site):
     index = (site / "index.html").stat().st_size + sum(p.stat().st_size for p in site.glob("*.png"))
     assert index < 300_000

@@ -24,11 +24,17 @@ def tool_definitions(ctx: AgentContext) -> list[dict[str, Any]]:
                        "required": list(fn.__signature__.parameters)}}} for name, fn in ctx.tools.items()]
 
 
-async def run_agent(ctx: AgentContext, stop_aware: bool = True) -> None:
+def _conversation(ctx: AgentContext, stop_aware: bool) -> tuple[AsyncOpenAI, list[dict[str, Any]], Any]:
+    """The model client, the conversation so far, and how the agent asks whether stop was pressed (a careless
+    agent never does)."""
     client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="not-needed")
     messages: list[dict[str, Any]] = [{"role": "system", "content": ctx.system_prompt},
                                       {"role": "user", "content": ctx.prompt}]
-    stopped = ctx.stop_requested.is_set if stop_aware else (lambda: False)
+    return client, messages, (ctx.stop_requested.is_set if stop_aware else (lambda: False))
+
+
+async def run_agent(ctx: AgentContext, stop_aware: bool = True) -> None:
+    client, messages, stopped = _conversation(ctx, stop_aware)
     try:
         while not stopped():
             calls: dict[int, dict[str, Any]] = {}
@@ -78,10 +84,7 @@ async def _answer_unless_stopped(request: asyncio.Future[Any], stopped: Any) -> 
 
 
 async def run_agent_without_streaming(ctx: AgentContext, stop_aware: bool = True) -> None:
-    client = AsyncOpenAI(base_url=ctx.model_base_url, api_key="not-needed")
-    messages: list[dict[str, Any]] = [{"role": "system", "content": ctx.system_prompt},
-                                      {"role": "user", "content": ctx.prompt}]
-    stopped = ctx.stop_requested.is_set if stop_aware else (lambda: False)
+    client, messages, stopped = _conversation(ctx, stop_aware)
     try:
         while not stopped():
             request = asyncio.ensure_future(client.chat.completions.create(

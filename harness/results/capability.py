@@ -71,10 +71,14 @@ class Verdict:
                 "causes": dict(self.causes), "text": text(self)}
 
 
+def _what(status: Any, step: Any) -> str:
+    """`hung in stop`: a non-ok status and the step it went wrong in (the status alone outside any step)."""
+    return f"{status} in {step}" if isinstance(step, str) and step else str(status)
+
+
 def _causes(rows) -> tuple[tuple[str, int], ...]:
     """Non-ok rows by status and the step they went wrong in, most first."""
-    counts = Counter(f"{status} in {step}" if isinstance(step, str) and step else str(status)
-                     for status, step in zip(rows["status"], steps(rows), strict=True))
+    counts = Counter(map(_what, rows["status"], steps(rows)))
     return tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
@@ -84,8 +88,7 @@ def causes(df, detail: bool = False) -> str:
     groups: dict[str, Counter[str]] = {}
     reasons = df["reason"] if "reason" in df else [None] * len(df)
     for status, step, reason in zip(df["status"], steps(df), reasons, strict=True):
-        what = f"{status} in {step}" if isinstance(step, str) and step else str(status)
-        groups.setdefault(what, Counter())[_short(reason)] += 1
+        groups.setdefault(_what(status, step), Counter())[_short(reason)] += 1
     parts = []
     for what, why in sorted(groups.items(), key=lambda kv: (-kv[1].total(), kv[0])):
         top = why.most_common(1)[0][0]
@@ -234,10 +237,10 @@ def text(v: Verdict) -> str:
     `partly (3/4: 1 hung in resume)`, `yes (2/9)` (repeats effect), `no (1/9)` (orphans clean)."""
     if v.column == "can abort":
         return _abort_text(v)
-    if v.word in (Word.NOT_APPLICABLE, Word.NO_RESUME, Word.YES) and v.column not in ("repeats effect",):
-        return str(v.word)
     if v.column == "repeats effect":
         return "no" if v.word == Word.NO else f"yes ({v.k}/{v.n})"
+    if v.word in (Word.NOT_APPLICABLE, Word.NO_RESUME, Word.YES):
+        return str(v.word)
     if v.column == "orphans clean":
         return f"no ({v.k}/{v.n})"
     why = ", ".join(f"{n} {what}" for what, n in v.causes)

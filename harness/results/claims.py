@@ -35,7 +35,7 @@ from harness.results.judgement import (
     wilson,
 )
 from harness.results.orphans import orphans_seen
-from harness.results.scorecard import ranked
+from harness.results.scorecard import coverage, ranked
 from harness.results.selection import BUTTON, CONDITION, in_main_matrix, is_measured
 
 CLAIM_KEYS = ("id", "framework", "claim", "rule")
@@ -304,7 +304,7 @@ def _buttons_with(rows, prop: str) -> tuple[list[str], list[str], list[str]]:
     fn, _ = PROPERTIES[prop]
     groups = dict(iter(rows.groupby(list(BUTTON), sort=True)))
     have, lack, shown = [], [], []
-    for key in sorted(ranked(groups)):
+    for key in sorted(ranked(coverage(groups))):
         s = fn(groups[key])
         shown.append(f"{key[0]}/{key[1]} {s.k}/{s.n} [{s.lo:.0%}..{s.hi:.0%}]")
         if _within_noise_of_zero(s):
@@ -326,14 +326,12 @@ def only_these_stop(claim: dict[str, Any], rows):
     rows = _main_rows(rows)
     named, stoppers = list(claim.get("frameworks") or []), set(claim.get("stop") or [])
     lines, right, measured = [], 0, 0
-    counted = []
     for fw, g in rows.groupby("framework", sort=True):
         have, _, _ = _buttons_with(g, "can_abort")
         lines.append(f"{fw}: " + (", ".join(have) if have else "no button"))
         if fw in named:
             measured += 1
             right += (bool(have) == (fw in stoppers))
-            counted.append(g[~g["framework"].isin(stoppers)] if have and fw not in stoppers else g.iloc[:0])
     if not measured:
         return Word.NOT_MEASURED, "none of the claim's frameworks was measured", rows.iloc[:0], rows.iloc[:0]
     verdict = all_some_none(right, measured, Word.CONFIRMED, Word.REFUTED)

@@ -113,8 +113,8 @@ EMPTY = Share(0, 0, 0, 0.0, 0.0, 1.0)
 
 def share(rows, over, counts) -> Share:
     """The share of `rows` (a frame) that `counts` within `over` (two boolean masks over it)."""
-    over = _mask(over, rows)
-    counted = over & _mask(counts, rows)
+    over = mask(over, rows)
+    counted = over & mask(counts, rows)
     n = int(over.sum())
     if n == 0:
         return EMPTY
@@ -127,7 +127,8 @@ def share(rows, over, counts) -> Share:
     return Share(int(counted.sum()), n, conditions, rate, lo, hi, tuple(ids[counted]), tuple(ids[over]))
 
 
-def _mask(m, rows):
+def mask(m, rows):
+    """`m` (a boolean Series or sequence) as a mask over `rows`' index, missing as False."""
     import pandas as pd
 
     m = m if isinstance(m, pd.Series) else pd.Series(m, index=rows.index)

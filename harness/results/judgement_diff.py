@@ -78,7 +78,7 @@ def best_cause(old: list[str], new: list[str], new_buttons: dict[str, dict[str, 
             "anchors judged, nothing-to-stop trials left out, ties within the interval kept: " + "; ".join(parts))
 
 
-def verdict_cause(column: str, new_verdict: dict[str, Any] | None, button: dict[str, Any] | None) -> str:
+def verdict_cause(column: str, button: dict[str, Any] | None) -> str:
     """Why a capability verdict's word moved, from what the new judgement read."""
     causes = []
     nothing = (button or {}).get("shares", {}).get("nothing_to_stop", {}).get("k", 0)
@@ -126,7 +126,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
                 verdict = new_verdicts.get(key, {}).get(column)
                 out.append({"what": f"{key}: {column}", "old": str(a or "-"),
                             "new": verdict["text"] if verdict else str(b or "-"),
-                            "cause": verdict_cause(column, verdict, new_buttons.get(key))})
+                            "cause": verdict_cause(column, new_buttons.get(key))})
     old_claims = {c["id"]: c for c in old.get("claims", [])}
     for c in new.get("claims", []):
         was = old_claims.get(c["id"])

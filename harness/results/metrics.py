@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.billing import DEFAULT_PROFILE
 from harness.clock import CENSUS_AFTER_S, SEND_LAG_MS, TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
@@ -66,7 +67,10 @@ class TrialView:
                 self.audits.setdefault((e.get("data") or {}).get("phase"), e)
             else:
                 self.marks.setdefault(e["name"], e)
-        self.stop_called = self.t(Mark.STOP_CALLED)
+        self.pressed = self.t(Mark.STOP_CALLED)  # the harness pressed the button
+        self.handled = self.t(Mark.STOP_HANDLED)  # an adapter in another process handled it (None: in process)
+        #: the stop's moment: "after stop" counts from here; the world held its anchor until here
+        self.stop_called = self.handled if self.pressed is not None and self.handled is not None else self.pressed
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
@@ -203,7 +207,15 @@ def _if_stopped(trial: TrialView, value: Callable[[], Any]) -> Any:
 
 @metric("stop_return_ms")
 def stop_return_ms(tr: TrialView) -> float | None:
-    return _ms(tr.stop_called, tr.stop_returned)
+    return _ms(tr.pressed, tr.stop_returned)
+
+
+@metric("stop_delivery_ms")
+def stop_delivery_ms(tr: TrialView) -> float | None:
+    """From the harness's press to the moment the adapter's own process handled the stop (its kit's stamp): the
+    stop's way across the process boundary, the harness's and the machine's time, not the framework's. None for
+    an adapter in the subject's own process."""
+    return _ms(tr.pressed, tr.handled) if tr.handled is not None else None
 
 
 @metric("lie_ms")
@@ -211,8 +223,9 @@ def lie_ms(tr: TrialView) -> float | None:
     if tr.stop_returned is None:
         return None
     # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
+    # nor are the tokens a provider bills after the client left (the provider going on, not the run)
     late = [e["t"] for e in tr.events if e["event"] in ACTIVITY_EVENTS
-            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION)
+            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION) and not e.get("unread")
             and tr.stop_returned < e["t"] < tr.end_stop_phase]
     return _ms(tr.stop_returned, max(late)) if late else 0.0
 
@@ -220,7 +233,7 @@ def lie_ms(tr: TrialView) -> float | None:
 @metric("job_ended_ms")
 def job_ended_ms(tr: TrialView) -> float | None:
     job = tr.marks.get(Mark.JOB_ENDED)
-    return _ms(tr.stop_called, job["t"]) if job and tr.stop_called else None
+    return _ms(tr.pressed, job["t"]) if job and tr.pressed else None
 
 
 @metric("job_error")
@@ -248,6 +261,17 @@ def tokens_total(tr: TrialView) -> int:
 @metric("tokens_after_stop")
 def tokens_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.tokens)))
+
+
+@metric("tokens_unread_after_stop")
+def tokens_unread_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: sum(tr.in_stop_phase(e) for e in tr.tokens if e.get("unread")))
+
+
+@metric("billing_profile")
+def billing_profile(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
 
 
 @metric("llm_requests_after_stop")
@@ -516,9 +540,9 @@ def trigger_delay_ms(tr: TrialView) -> float | None:
         return None
     if tr.offset.is_event:
         fired = next((e["t"] for e in tr.of(Event.ANCHOR_FIRED)), None)
-        return _ms(fired, tr.stop_called)
+        return _ms(fired, tr.pressed)
     planned = (tr.t(Mark.RUN_STARTED) or 0) + int(tr.offset.at_ms * NS_PER_MS)
-    return _ms(planned, tr.stop_called)
+    return _ms(planned, tr.pressed)
 
 
 @metric("trigger_precise")

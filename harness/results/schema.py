@@ -206,6 +206,11 @@ def _fields() -> Iterable[Field]:
     yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
                    "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1,
                    precise_only=True, **ms, better="lower")
+    yield measured("stop_delivery_ms", float, "stop", "from the harness's press to the moment an adapter in "
+                   "another process handled the stop (its kit stamps it before pressing the framework's primitive); "
+                   "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
+                   "null for an adapter in the subject's process and for rows written before it existed",
+                   digits=1, default=lambda row: None, **ms)
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
@@ -217,8 +222,15 @@ def _fields() -> Iterable[Field]:
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
     yield measured("tokens_total", int, "model", "model tokens generated in the whole trial, resume included")
-    yield measured("tokens_after_stop", int, "model", "model tokens generated after the stop", label="tokens+",
+    yield measured("tokens_after_stop", int, "model", "model tokens generated, and billed, after the stop, under the "
+                   "run's `billing_profile` (tokens generated after the client left included)", label="tokens+",
                    better="lower", **n)
+    yield measured("tokens_unread_after_stop", int, "model", "of those, tokens the provider generated after the "
+                   "client had left a stream (billed, never read; 0 under `stops_at_disconnect`)",
+                   better="lower", default=lambda row: 0 if row.get("tokens_after_stop") is not None else None, **n)
+    yield measured("billing_profile", str, "model", "what the provider bills after a streamed answer's client left "
+                   "(harness/billing.py): `stops_at_disconnect`, `runs_to_completion` or `runs_on_ms:N`; rows written "
+                   "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "

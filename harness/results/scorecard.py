@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.cells import numbers
-from harness.results.judgement import PREDICATE, PREDICATES, Share, stop_judged, tied
+from harness.results.judgement import PREDICATE, PREDICATES, Share, mask, stop_judged, tied
 from harness.results.selection import BUTTON, CONDITION, is_anchored, is_measured
 
 #: the scorecard's columns: every declared predicate
@@ -63,21 +63,14 @@ def tone(k: int, n: int, key: str = "") -> str:
     return "zero" if k == 0 else "most" if k / n > RED_SHARE else "some"
 
 
-def _mask(m, rows):
-    import pandas as pd
-
-    m = m if isinstance(m, pd.Series) else pd.Series(m, index=rows.index)
-    return m.reindex(rows.index).fillna(False).astype(bool)
-
-
 def trial_flags(rows) -> dict[str, tuple[Any, Any]]:
     """share key -> (over, counted): two masks over `rows` (one button, mitigation none, skipped left out).
     The scorecard's k/N are their sums; the button page marks each trial with them, so a cell's link lists
     exactly its k trials."""
     out = {}
     for s in SHARES:
-        over = _mask(s.over(rows), rows)
-        out[s.key] = (over, over & _mask(s.counts(rows), rows))
+        over = mask(s.over(rows), rows)
+        out[s.key] = (over, over & mask(s.counts(rows), rows))
     return out
 
 
@@ -87,9 +80,9 @@ def conditions(rows) -> set[tuple]:
     return set(map(tuple, measured[list(CONDITION)].astype(str).values))
 
 
-def button(g, verdicts: dict[str, Any]) -> dict[str, Any]:
+def button(g, verdicts: dict[str, Any], covered: set[tuple]) -> dict[str, Any]:
     """One adapter x mode (mitigation none, skipped trials left out) with its capability verdicts: each share as k/N
-    with its rate and interval, the tokens' percentile, and its verdicts."""
+    with its rate and interval, the tokens' percentile, and its verdicts; `covered`: its conditions."""
     from harness.results.capability import text
 
     measured = {s.key: s.share(g) for s in SHARES}
@@ -99,7 +92,7 @@ def button(g, verdicts: dict[str, Any]) -> dict[str, Any]:
     return {
         "adapter": g["adapter"].iloc[0], "mode": g["mode"].iloc[0], "trials": len(g),
         "judged_trials": did.n, "did_not_stop": did.k, "did_not_stop_rate": did.rate,
-        "conditions": len(conditions(g)), "time_judged": int((stop_judged(g) & is_anchored(g, "time")).sum()),
+        "conditions": len(covered), "time_judged": int((stop_judged(g) & is_anchored(g, "time")).sum()),
         "shares": shares, "measured": measured,
         "tokens_p90": None if tokens.empty else float(tokens.quantile(TOKEN_PERCENTILE / 100,
                                                                      interpolation="higher")),
@@ -130,10 +123,14 @@ def base_rows(df):
     return df[(df["mitigation"] == "none") & is_measured(df)]
 
 
-def ranked(groups: dict[tuple[str, str], Any]) -> set[tuple[str, str]]:
-    """Of one framework's buttons (adapter, mode) -> rows, those measured under every condition the framework was
-    (when none was, those measured under the most)."""
-    covered = {key: conditions(rows) for key, rows in groups.items()}
+def coverage(groups: dict[tuple[str, str], Any]) -> dict[tuple[str, str], set[tuple]]:
+    """(adapter, mode) -> rows, as (adapter, mode) -> the conditions those rows were measured under."""
+    return {key: conditions(rows) for key, rows in groups.items()}
+
+
+def ranked(covered: dict[tuple[str, str], set[tuple]]) -> set[tuple[str, str]]:
+    """Of one framework's buttons (their `coverage`), those measured under every condition the framework was (when
+    none was, those measured under the most)."""
     matrix = set().union(*covered.values())
     whole = {key for key, c in covered.items() if c >= matrix}
     if not whole:
@@ -150,9 +147,10 @@ def scorecard(df, caps: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str,
     out = []
     for framework, g in base.groupby("framework", sort=True):
         groups = dict(iter(g.groupby(list(BUTTON), sort=True)))
-        matrix = set().union(*(conditions(m) for m in groups.values()))
-        buttons = [button(m, caps[key]) for key, m in groups.items()]
-        keys = ranked(groups)
+        covered = coverage(groups)
+        matrix = set().union(*covered.values())
+        buttons = [button(m, caps[key], covered[key]) for key, m in groups.items()]
+        keys = ranked(covered)
         whole = [b for b in buttons if (b["adapter"], b["mode"]) in keys]
         best = best_set(whole)
         whole_ids, best_ids = {id(b) for b in whole}, {id(b) for b in best}
