@@ -284,6 +284,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     import shutil
 
     from harness.results.counterparts import load_pairings, side_by_side
+    from harness.results.orchestrators import orchestrator_table
     from harness.results.orphans import orphan_table
 
     pairings = load_pairings()  # a malformed data/counterparts.yaml stops the report before it deletes anything
@@ -339,6 +340,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
          "cleanup); processes, their memory (MB) and CPU seconds, medians over the trials that measured them (a "
          "hung stop's too: the harness reaped what it left)", "orphans",
          orphan_table(full)),
+        ("Orchestrators: what a coding agent's CLI left after each stop (trials with processes of the run alive 5 s "
+         "and 30 s after it, k/n; medians of how many, their memory in MB, the model asked and effects landed after "
+         "the stop, resume's repeats) and how the process the user started exited", "orchestrators",
+         orchestrator_table(full)),
         ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
     ]

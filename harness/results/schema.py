@@ -285,10 +285,10 @@ def _fields() -> Iterable[Field]:
                    default=lambda row: None, **n, better="lower")
     yield measured("survivors_5s", int, "alive", "census trials (an orchestrator CLI): processes of the run alive "
                    "5 s after the stop (the CLI itself, its native binary, MCP servers, shell children); null "
-                   "without a census (harness/trial/census.py)", default=lambda row: None, **n,
-                   better="lower")
+                   "without a census (harness/trial/census.py)", label="alive 5 s", default=lambda row: None,
+                   **n, better="lower")
     yield measured("survivors_30s", int, "alive", "census trials: processes of the run alive 30 s after the stop",
-                   default=lambda row: None, **n, better="lower")
+                   label="alive 30 s", default=lambda row: None, **n, better="lower")
     yield measured("survivors_30s_rss_bytes", int, "alive", "census trials: the resident memory of those alive 30 s "
                    "after the stop", unit="bytes", default=lambda row: None, **n, better="lower")
     yield measured("survivors_30s_cpu_s", float, "alive", "census trials: CPU seconds those alive 30 s after the "
