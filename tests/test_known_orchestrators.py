@@ -95,3 +95,23 @@ def _label(name: str) -> str:
     from harness.results import schema
 
     return schema.label(name)
+
+
+def test_the_claim_orchestrators_need_a_reaper_is_judged_on_the_census_trials():
+    """The claim in data/claims.yaml, by its rule: over the trials counted at 30 s, the one that left two."""
+    import yaml
+
+    from harness.results.cells import frame
+    from harness.results.claims import judged
+    from tests.test_schema import REPO
+
+    (claim,) = [c for c in yaml.safe_load((REPO / "data" / "claims.yaml").read_text())
+                if c["id"] == "orchestrators_need_a_reaper"]
+    clean = {"survivors_5s": 0, "survivors_30s": 0, "exit_status": 0, "framework": "cli"}
+    rows = frame([_census_trial("sigint", **clean), _census_trial("sigkill", survivors_5s=2, survivors_30s=2,
+                                                                  exit_status=-9, framework="cli"),
+                  {**_census_trial("cancel"), "adapter": "fw", "framework": "fw"}])
+    out = judged(claim, rows)
+    assert (out["verdict"], out["evidence"], len(out["over"]), len(out["counted"])) == (
+        "confirmed", "1/2 census trials had processes of the run alive 30 s after the stop (cli/sigkill)", 2, 1)
+    assert out["k_counts"] == "trials with processes alive 30 s after the stop"

@@ -13,12 +13,12 @@ from typing import Any
 
 from harness.results.cells import cell, numbers
 from harness.results.judgement import Word
-from harness.results.selection import is_measured, is_ok
+from harness.results.selection import BUTTON, is_measured, is_ok
 
 #: the medians the table shows beside the survivor shares
 MEDIANS = ("survivors_5s", "survivors_30s", "survivors_30s_rss_bytes", "llm_requests_after_stop",
            "tokens_after_stop", "effects_after_stop", "resume_duplicate_effects")
-GROUP = ("adapter", "mode", "scenario", "mcp_launch")
+GROUP = (*BUTTON, "scenario", "mcp_launch")
 
 
 def census_rows(df):
@@ -70,7 +70,7 @@ def orchestrators_need_a_reaper(df) -> tuple[str, str]:
     if measured.empty:
         return Word.NOT_MEASURED, "no trial counted its processes 30 s after the stop"
     left = measured[numbers(measured, "survivors_30s") > 0]
-    who = sorted({f"{a}/{m}" for a, m in left[["adapter", "mode"]].values})
+    who = sorted({f"{a}/{m}" for a, m in left[list(BUTTON)].values})
     verdict = Word.CONFIRMED if len(left) else Word.REFUTED
     return verdict, (f"{len(left)}/{len(measured)} census trials had processes of the run alive 30 s after the "
                      "stop" + (f" ({', '.join(who)})" if who else ""))
