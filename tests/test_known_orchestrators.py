@@ -65,7 +65,7 @@ def test_the_orchestrator_table_reads_the_census_trials_exactly():
     twice leaving a dev server and its shell (25 MB at 30 s), the email sent again on resume; a trial without a
     census and a skipped one count nowhere."""
     from harness.results.cells import frame
-    from harness.results.orchestrators import orchestrator_table, orchestrators_need_a_reaper
+    from harness.results.orchestrators import MEDIANS, orchestrator_table, orchestrators_need_a_reaper
 
     clean = {"survivors_5s": 0, "survivors_30s": 0, "survivors_30s_rss_bytes": 0, "exit_status": 0}
     rows = [_census_trial("sigint", **clean), _census_trial("sigint", **clean),
@@ -78,7 +78,7 @@ def test_the_orchestrator_table_reads_the_census_trials_exactly():
     table = orchestrator_table(frame(rows)).to_dict("records")
     keys = ("mode", "trials", "left at 5 s", "left at 30 s", "survivors_5s", "survivors_30s", "alive 30 s MB",
             "llm_requests_after_stop", "tokens_after_stop", "resume_duplicate_effects", "exit status")
-    labelled = [{k: line[k if k in line else _label(k)] for k in keys} for line in table]
+    labelled = [{k: line[_label(k) if k in MEDIANS else k] for k in keys} for line in table]
     assert labelled == [
         {"mode": "sigint", "trials": "3 (1 hung)", "left at 5 s": "1/3", "left at 30 s": "0/2", "survivors_5s":
          "0 (0..4)", "survivors_30s": "0", "alive 30 s MB": "0", "llm_requests_after_stop": "0 (0..1)",

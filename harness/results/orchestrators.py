@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.results import schema
 from harness.results.cells import cell, numbers
 from harness.results.judgement import Word
 from harness.results.selection import BUTTON, is_measured, is_ok
@@ -56,7 +57,7 @@ def orchestrator_table(df):
         line["left at 5 s"] = _share(g, "survivors_5s")
         line["left at 30 s"] = _share(g, "survivors_30s")
         mb = g.assign(survivors_30s_rss_bytes=(numbers(g, "survivors_30s_rss_bytes") / 1e6).round(1))
-        line.update({("alive 30 s MB" if f.endswith("rss_bytes") else f): cell(mb, f) for f in MEDIANS})
+        line.update({("alive 30 s MB" if f.endswith("rss_bytes") else schema.label(f)): cell(mb, f) for f in MEDIANS})
         line["exit status"] = exit_statuses(g)
         out.append(line)
     return pd.DataFrame(out)
