@@ -58,8 +58,8 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
-    process in JavaScript, its packages from its lockfile (`npm ci` in its folder, on the Node the adapter runs on:
-    node_modules is never committed).
+    process in JavaScript or an orchestrator CLI from npm, its packages from its lockfile (`npm ci` in its folder,
+    on the Node the adapter runs on: node_modules is never committed).
     A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
@@ -70,12 +70,12 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
         compile_bytecode(session, site_packages=True)
         mark_installed(env, digest)
     compile_bytecode(session)  # the repository's own code changes between sessions; it is small
-    protocol = FRAMEWORKS[name].protocol
-    if protocol is not None and protocol.npm:
-        modules = protocol.folder / "node_modules"
-        lock = install_digest(["npm", "ci"], npm_inputs(protocol.folder))
+    framework = FRAMEWORKS[name]
+    if framework.npm:
+        modules = framework.folder / "node_modules"
+        lock = install_digest(["npm", "ci"], npm_inputs(framework.folder))
         if not is_installed(modules, lock):  # npm on the Node the adapter runs on (harness/npm_install.py)
-            for command in install_commands(protocol.folder, env):
+            for command in install_commands(framework.folder, env):
                 session.run_install(*command, external=True)
             mark_installed(modules, lock)
 

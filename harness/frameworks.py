@@ -203,6 +203,12 @@ class Framework:
         return variant.declaration if variant else self.adapter
 
     @property
+    def npm(self) -> bool:
+        """Its JavaScript packages are pinned by a lockfile in the folder (an adapter process's, or an orchestrator
+        CLI's and its Node): its sessions run `npm ci` there."""
+        return (self.folder / NPM_LOCKFILE).exists()
+
+    @property
     def constraints(self) -> Path | None:
         path = self.folder / "constraints.txt"
         return path if path.exists() else None

@@ -65,6 +65,7 @@ class Mark(StrEnum):
     USAGE_REPORTED = "usage_reported"
     SAGA = "saga"  # the saga mitigation compensated (data.compensated)
     SAGA_LATE = "saga_late"
+    CENSUS = "census"  # processes of the run alive a fixed time after the stop (data.after_s, data.processes)
     SETTLE = "settle"  # the run went quiet (data: the world's quiet answer)
     SETTLE_SAGA = "settle_saga"
     RESUME_STARTED = "resume_started"  # the resume phase begins

@@ -159,6 +159,11 @@ class Adapter(abc.ABC):
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+    #: the agent's own built-in tools (a coding CLI's shell) a scenario's `agent_tools` may script calls to
+    agent_tools: ClassVar[tuple[str, ...]] = ()
+    #: the trial counts the run's processes at fixed moments after the stop (harness/trial/census.py) and observes
+    #: at least until the last: an orchestrator CLI, whose leftovers outlive the process the user started
+    census: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class defined in a framework folder takes its declarations from the folder's framework.toml; the class
@@ -205,6 +210,16 @@ class Adapter(abc.ABC):
         none. Rows set it beside what the world billed: what a user's bill would show against what the
         framework's usage told them."""
         return None
+
+    def exit_status(self) -> int | None:
+        """How the job's process ended, where the job is a process the user started (an orchestrator CLI): its exit
+        code, or minus the signal that killed it; None for a job inside the subject or an adapter process."""
+        return None
+
+    def apparatus(self) -> set[int]:
+        """Processes the adapter started for the harness, not for the run (a CLI's network relay): the audits and the
+        census leave them out."""
+        return set()
 
     async def held(self) -> HostHoldings | None:
         """What an adapter process in another language holds, for the audit; None for an adapter in the subject

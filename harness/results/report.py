@@ -284,6 +284,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     import shutil
 
     from harness.results.counterparts import load_pairings, side_by_side
+    from harness.results.orchestrators import orchestrator_table
     from harness.results.orphans import orphan_table
     from harness.results.settings import at_home_rows, scenario_billing
     from harness.scenario import load_scenarios
@@ -352,6 +353,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
         ("What a stop costs under each billing profile: tokens billed after the stop by each headline best "
          "button, per provider, median [min..max] (ok trials) over the event-anchored conditions where the other "
          "profile was played", "billing", billing_costs(every, cards)),
+        ("Orchestrators: what a coding agent's CLI left after each stop (trials with processes of the run alive 5 s "
+         "and 30 s after it, k/n; medians of how many, their memory in MB, the model asked and effects landed after "
+         "the stop, resume's repeats) and how the process the user started exited", "orchestrators",
+         orchestrator_table(full)),
         ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
     ]

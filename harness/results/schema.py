@@ -219,6 +219,9 @@ def _fields() -> Iterable[Field]:
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
+    yield measured("exit_status", int, "stop", "orchestrator trials: how the process the user started ended, its exit "
+                   "code or minus the signal that killed it (130 after Ctrl-C, -9 after SIGKILL); null otherwise",
+                   default=lambda row: None, nullable=True)
     yield measured("close_ok", bool, "stop", "`close()` returned without an error", better="higher")
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
@@ -289,6 +292,17 @@ def _fields() -> Iterable[Field]:
     yield measured("crash_orphan_rss_bytes", int, "alive", "their resident memory at the window's end", unit="bytes",
                    default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
+                   default=lambda row: None, **n, better="lower")
+    yield measured("survivors_5s", int, "alive", "census trials (an orchestrator CLI): processes of the run alive "
+                   "5 s after the stop (the CLI itself, its native binary, MCP servers, shell children); null "
+                   "without a census (harness/trial/census.py)", label="alive 5 s", default=lambda row: None,
+                   **n, better="lower")
+    yield measured("survivors_30s", int, "alive", "census trials: processes of the run alive 30 s after the stop",
+                   label="alive 30 s", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_rss_bytes", int, "alive", "census trials: the resident memory of those alive 30 s "
+                   "after the stop", unit="bytes", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_cpu_s", float, "alive", "census trials: CPU seconds those alive 30 s after the "
+                   "stop burned since the 5 s count (their whole use, for one not seen then)", unit="s",
                    default=lambda row: None, **n, better="lower")
     yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "

@@ -107,10 +107,15 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
             raise AdapterError(f"adapter {opts.adapter!r} has no stop mode {m!r} "
                                f"(it has: {', '.join(adapter_cls.stop_modes)})")
     names = opts.scenarios or sorted(s for s in scenarios  # scenarios of the user's own tools: only when asked
-                                     if adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     if (adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     and set(scenarios[s].agent_tools) <= set(adapter_cls.agent_tools))
     for s in names:
         if s not in scenarios:
             raise AdapterError(f"unknown scenario {s!r} (known: {', '.join(sorted(scenarios))})")
+        missing = set(scenarios[s].agent_tools) - set(adapter_cls.agent_tools)
+        if missing:
+            raise AdapterError(f"scenario {s!r} scripts calls to an agent's built-in tools "
+                               f"({', '.join(sorted(missing))}); adapter {opts.adapter!r} has none of those")
         if scenarios[s].tools and not adapter_cls.runs_declared_tools:
             raise AdapterError(f"scenario {s!r} scripts calls to its own tools ({', '.join(scenarios[s].tools)}); "
                                f"adapter {opts.adapter!r} brings the harness's tools, not those")

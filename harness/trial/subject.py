@@ -23,7 +23,7 @@ from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
 from harness.tools.mcp_launch import server_command
 from harness.tools.toolbox import Toolbox
-from harness.trial import activity, audit, host, priority
+from harness.trial import activity, audit, census, host, priority
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
@@ -143,6 +143,8 @@ class Subject:
         run_started = time.monotonic_ns()
         await self.mark(Mark.RUN_STARTED, t=run_started)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
+        for pid in adapter.apparatus():  # the harness's own, not the run's: no audit counts them
+            audit.harness_own(pid)
         if err is not None or not in_time:
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
@@ -174,6 +176,7 @@ class Subject:
         # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
         self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
+        counting = self.own(census.census(t_called, self._post_census)) if self.adapter_cls.census else None
         called = {**(control.anchor if control else {}),
                   **({"hold_until_handled": True} if adapter.notifies_stop_handled else {})}
         called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, called))
@@ -201,6 +204,8 @@ class Subject:
         # --- settle, audit, resume --------------------------------------------------------------
         await self._saga(Mark.SAGA)
         await self._settle(Mark.SETTLE, since_ns=t_called)
+        if counting is not None:  # its last count fell inside the observation (census_floor_ms): done by now
+            await counting
         if await self._saga(Mark.SAGA_LATE):
             await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
@@ -257,6 +262,15 @@ class Subject:
         await _children_settle(self.deadlines.grace / 3)
         await self.audit(AuditPhase.AFTER_CLOSE)
 
+    async def _post_census(self, after_s: float, t: int, processes: list[dict[str, Any]]) -> None:
+        await self.mark(Mark.CENSUS, t=t, after_s=after_s, processes=processes)
+
+    def _observe_ms(self, step: str) -> float:
+        """The observation floor of a settle step: the plan's, and after the stop at least the census's."""
+        if step == Mark.SETTLE and self.adapter_cls.census:
+            return max(self.plan.observe_ms, census.census_floor_ms())
+        return self.plan.observe_ms
+
     async def _saga(self, step: str) -> int:
         """The saga mitigation's hook: compensate what committed after the stop and is not yet undone."""
         if self.saga is None or self.t_called is None:
@@ -276,7 +290,7 @@ class Subject:
         at least the observation floor after `since_ns` (the stop, or resume returning). Still not over at the
         deadline = a runaway: the mark says `quiet: false`, what was still scheduled, and the deadline, where
         the row's counts are cut (harness/results/metrics.py)."""
-        floor_ms = max(0.0, (since_ns + self.plan.observe_ms * 1e6 - time.monotonic_ns()) / 1e6)
+        floor_ms = max(0.0, (since_ns + self._observe_ms(step) * 1e6 - time.monotonic_ns()) / 1e6)
         seconds = self.deadlines.settle + floor_ms / 1000
         await self.enter(step, seconds + WORK_POLL_S)
         deadline_at = time.monotonic_ns() + int(seconds * 1e9)
@@ -313,7 +327,9 @@ class Subject:
             error = "CancelledError"
         elif job.exception() is not None:
             error = _describe(job.exception())
-        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error)
+        status = self.adapter.exit_status() if self.adapter is not None else None
+        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error,
+                        **({"exit_status": status} if status is not None else {}))
         return error
 
     def _context(self) -> TrialContext:
