@@ -43,7 +43,7 @@ class ClaudeAgentSdk(KitAdapter):
         mcp = self.ctx.mcp.params()
         return ClaudeAgentOptions(
             cwd=str(self.project),
-            env={"ANTHROPIC_BASE_URL": self.ctx.services_base_url, "ANTHROPIC_API_KEY": API_KEY,
+            env={"ANTHROPIC_BASE_URL": self.ctx.model_base_url, "ANTHROPIC_API_KEY": API_KEY,
                  "HOME": os.environ["HOME"]},
             mcp_servers={MCP_SERVER: {"type": "stdio", "command": mcp["command"], "args": mcp["args"],
                                       "env": mcp["env"]}},

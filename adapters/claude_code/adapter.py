@@ -53,7 +53,7 @@ class ClaudeCode(OrchestratorAdapter):
         return [*OUTPUT, "--mcp-config", str(mcp), "--allowedTools", "Bash", f"mcp__{MCP_SERVER}"]
 
     def run_environment(self, home: Path) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": self.ctx.services_base_url, "ANTHROPIC_API_KEY": API_KEY}
+        return {"ANTHROPIC_BASE_URL": self.ctx.model_base_url, "ANTHROPIC_API_KEY": API_KEY}
 
     def configure(self, home: Path) -> None:
         (home / MCP_CONFIG).write_text(mcp_config(self.ctx.mcp.params()))
