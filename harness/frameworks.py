@@ -45,6 +45,9 @@ framework.toml:
     [protocol]                                    # an adapter in another language: no adapter.py, a process
     command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
                                                   #   a package-lock.json beside it: nox runs `npm ci` there
+
+Every folder under adapters/ that is a framework is found by `discover()`, the one scan of the folders, and
+named by `adapter_name()` (`adapters/vercel_ai/` is the adapter `vercel-ai`; `folder_name()` is its inverse).
 """
 
 from __future__ import annotations
@@ -64,6 +67,17 @@ MANIFEST = "framework.toml"
 #: the framework that the core test suite covers (it needs no framework of its own)
 CORE = "reference"
 TOOL_STYLES = ("sync", "async", "mcp")
+
+
+def adapter_name(folder: str) -> str:
+    """The adapter name of the framework folder named `folder` (`vercel_ai` -> `vercel-ai`): the folder is an
+    importable package name, the adapter name is what rows and the command line say. `folder_name` undoes it."""
+    return folder.replace("_", "-")
+
+
+def folder_name(name: str) -> str:
+    """The framework folder of adapter `name` (`vercel-ai` -> `vercel_ai`): the inverse of `adapter_name`."""
+    return name.replace("-", "_")
 
 
 def is_reference(name: str) -> bool:
@@ -261,7 +275,7 @@ def load(folder: Path) -> Framework:
     if not isinstance(counterpart, str) or (counterpart and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", counterpart)):
         raise FrameworkError(f"{path}: counterpart: expected an adapter name (a framework folder, - for _), "
                              f"got {counterpart!r}")
-    name = folder.name.replace("_", "-")
+    name = adapter_name(folder.name)
     adapter = _declaration(data, Declaration(name), str(path))
     variants = []
     for i, v in enumerate(data.get("variants", [])):

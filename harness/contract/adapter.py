@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from harness import ADAPTERS
 from harness.contract.sources import package_sources
-from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
+from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, adapter_name, load, release_key
 from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
@@ -221,7 +221,7 @@ class Adapter(abc.ABC):
             return cls.framework
         prefix = ADAPTERS + "."
         folder = cls.__module__[len(prefix):].split(".")[0] if cls.__module__.startswith(prefix) else ""
-        return folder.replace("_", "-") if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
+        return adapter_name(folder) if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
 
     @classmethod
     def versions(cls) -> dict[str, str]:

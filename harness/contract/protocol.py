@@ -370,4 +370,4 @@ def protocol_adapter(framework: Framework) -> type[ProtocolAdapter]:
         raise ValueError(f"{framework.folder}: declares no [protocol] adapter")
     attrs: dict[str, Any] = {**framework.adapter.attributes(), "framework": framework.name,
                              "command": framework.protocol.command, "folder": framework.folder, "_probed": None}
-    return type(f"ProtocolAdapter_{framework.name.replace('-', '_')}", (ProtocolAdapter,), attrs)
+    return type(f"ProtocolAdapter_{framework.folder.name}", (ProtocolAdapter,), attrs)
