@@ -19,6 +19,7 @@
 //   async close()                    release what the adapter opened
 //   versions()                       {package: version} of what it measures
 //   isCancel(error)                  (optional) the job's error is the stop's (default: an AbortError)
+//   async reportedUsage()            (optional) the output tokens the framework's own usage says the run used
 //   asksStopButton                   (optional) true for a reference that reads the trial's stop button
 // A signal mode (declared with a signal) is stopped by the harness's signal: at `start`, serve() installs the
 // handler of the mode the trial will press (the start request's `mode`) and no other, so two modes on one signal
