@@ -272,13 +272,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.contract.registry import available_adapters, load_adapter
-    from harness.frameworks import ROOT as REPO
-    from harness.frameworks import Declaration, discover
+    from harness.contract.registry import available_adapters, builtin_frameworks, load_adapter
+    from harness.frameworks import Declaration
     from harness.scenario import load_scenarios
     from harness.world.model_api import tokens_per_turn
 
-    declared = {f.name: f.adapter for f in discover(REPO) if f.adapter is not None}
+    declared = {name: f.adapter for name, f in builtin_frameworks().items() if f.adapter is not None}
     print("adapters:")
     for name in available_adapters():
         try:
@@ -343,8 +342,9 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
     into site-packages and says what to do instead."""
     from harness.contract.registry import ADAPTERS_DIR
     from harness.contract.skeleton import write_skeleton
+    from harness.frameworks import folder_name
 
-    module = args.name.replace("-", "_")
+    module = folder_name(args.name)
     if args.dir is None and harness.PACKAGE != "harness":
         raise UsageError(
             f"stopbench is installed as a package ({Path(harness.__file__).parent.parent}), and a new adapter does "

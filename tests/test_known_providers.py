@@ -105,15 +105,15 @@ def test_another_provider_at_event_anchors_only_is_one_more_matrix_of_the_run():
 
 
 def test_a_process_whose_providers_differ_from_its_declaration_is_refused():
-    from harness.contract.protocol import ProtocolError, check_declared, parse_capabilities
+    from harness.contract.protocol import ProtocolError, check_declared, handed_over, parse_capabilities
 
-    caps = {"protocol": 1, "name": "known-leaves-stream-at-stop", "tool_styles": ["async"],
-            "stop_modes": {"cancel": {"primitive": "cancel the job task"}}}
+    said = {"protocol": 1, **handed_over(LeavesStreamAtStop)}  # what the process is handed, said back whole
     where = "known-leaves-stream-at-stop: capabilities"
-    check_declared(LeavesStreamAtStop, parse_capabilities({**caps, "providers": list(PROVIDERS)}, where), where)
-    with pytest.raises(ProtocolError, match=r"field 'providers': the process says \['openai'\]; the adapter "
-                                            r"declares \['openai', 'anthropic', 'gemini'\]"):
-        check_declared(LeavesStreamAtStop, parse_capabilities(caps, where), where)  # absent: openai alone
+    assert said["providers"] == list(PROVIDERS)
+    check_declared(LeavesStreamAtStop, said, where)
+    with pytest.raises(ProtocolError, match=r'field \'providers\': the process says \["openai"\]; the adapter '
+                                            r'declares \["openai", "anthropic", "gemini"\]'):
+        check_declared(LeavesStreamAtStop, {**said, "providers": ["openai"]}, where)
     with pytest.raises(ProtocolError, match=r"field 'providers': expected a list of some of openai, anthropic, "
                                             r"gemini, each once"):
-        parse_capabilities({**caps, "providers": ["bedrock"]}, where)
+        parse_capabilities({**said, "providers": ["bedrock"]}, where)

@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from harness.frameworks import discover
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # part -> the parts it may import (besides itself)
@@ -73,11 +75,11 @@ def framework_imports(root: Path = ROOT) -> set[str]:
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     harness_needs = {name for dep in project["dependencies"] for name in _import_names(_bare(dep))}
     names: set[str] = {"adapters"}
-    for folder in sorted(p for p in (root / "adapters").iterdir() if (p / "framework.toml").exists()):
-        for source in folder.rglob("*.py"):
-            names |= _top_names(source)
-        deps = tomllib.loads((folder / "framework.toml").read_text()).get("dependencies", [])
-        names |= {_bare(d) for d in deps}
+    for framework in discover(root):
+        for source in framework.folder.rglob("*.py"):
+            if "node_modules" not in source.relative_to(framework.folder).parts:  # a JS adapter's packages
+                names |= _top_names(source)
+        names |= {_bare(d) for d in framework.dependencies}
     return names - set(sys.stdlib_module_names) - {"harness", "__future__"} - harness_needs
 
 

@@ -5,11 +5,11 @@ nothing more. It never reads the ledger and never special-cases a scenario or an
 framework does after the stop is what stopbench measures, so an adapter states no expected outcome.
 
 What an adapter declares about itself (`name`, `stop_modes`, `resume_primitive`, `tool_styles`, `unsupported`,
-`modes_since`, `environment`, `packages`, `providers`) is data: a class defined in a framework folder gets it from
-the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry
-for a variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
-point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py, `KitAdapter`) owns the
-plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
+`modes_since`, `environment`, `packages`, `providers`, `stop_signals`) is data: a class defined in a framework
+folder gets it from the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a
+[[variants]] entry for a variant), so the report and the checks read it without importing a framework; a class
+anywhere else (an entry point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py,
+`KitAdapter`) owns the plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
 
 Lifecycle, driven by the trial inside one subject process; the adapter is made with the trial's
 context (`self.ctx`, and `self.mode`, the stop button this trial will press):
@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from harness import ADAPTERS
 from harness.contract.sources import package_sources
-from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
+from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, adapter_name, load, release_key
 from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
@@ -156,6 +156,8 @@ class Adapter(abc.ABC):
     #: the model providers the adapter has clients for (harness/providers.py), its home one first: a trial of
     #: another is refused before it runs
     providers: ClassVar[tuple[str, ...]] = (DEFAULT_PROVIDER,)
+    #: stop mode -> the signal that presses it (an adapter process's: harness/contract/protocol.py)
+    stop_signals: ClassVar[dict[str, str]] = {}
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
@@ -236,7 +238,7 @@ class Adapter(abc.ABC):
             return cls.framework
         prefix = ADAPTERS + "."
         folder = cls.__module__[len(prefix):].split(".")[0] if cls.__module__.startswith(prefix) else ""
-        return folder.replace("_", "-") if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
+        return adapter_name(folder) if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
 
     @classmethod
     def versions(cls) -> dict[str, str]:

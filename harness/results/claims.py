@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from harness.frameworks import ROOT
+from harness.frameworks import ROOT, discover
 from harness.results.capability import causes
 from harness.results.cells import numbers
 from harness.results.judgement import (
@@ -50,8 +50,9 @@ def load_claims(root: Path = ROOT) -> list[dict[str, Any]]:
     `framework` defaulting to the folder's name), ordered by their `order` (the article's), then by folder
     and place in the file; then the cross-framework ones of data/claims.yaml (`framework: "*"`)."""
     claims = []
-    for path in sorted((root / "adapters").glob("*/claims.yaml")):
-        claims += _claims_file(path, framework=path.parent.name.replace("_", "-"))
+    for folder in sorted(discover(root), key=lambda f: f.folder.name):
+        if (folder.folder / "claims.yaml").exists():
+            claims += _claims_file(folder.folder / "claims.yaml", framework=folder.name)
     claims.sort(key=lambda c: c.get("order", math.inf))  # stable: folder and file order within an order
     return _claims_file(root / "data" / "article.yaml") + claims + _claims_file(root / "data" / "claims.yaml")
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.frameworks import adapter_name
 from harness.providers import DEFAULT_PROVIDER
 
 #: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
@@ -123,9 +124,9 @@ class Field:
 
 def framework_of(row: dict[str, Any]) -> str:
     """Rows written before `framework` existed: the built-in folder of adapter_ref's `adapters.<folder>.`
-    module (`_` as `-`, as built-in adapters are named), else the adapter's name."""
+    module (named as built-in adapters are: `adapter_name`), else the adapter's name."""
     m = re.match(r"(?:stopbench\.)?adapters\.(\w+)\.", str(row.get("adapter_ref") or ""))
-    return m.group(1).replace("_", "-") if m else row["adapter"]
+    return adapter_name(m.group(1)) if m else row["adapter"]
 
 
 def _fields() -> Iterable[Field]:

@@ -13,12 +13,10 @@ function busy(ms) {
 }
 
 serve({
-  capabilities: {
-    name: "known-protocol-slow-delivery",
-    stop_modes: { abort: { primitive: "AbortController.abort() on the request streaming the answer" } },
-    resume_primitive: "",
-    tool_styles: ["async"],
-    unsupported: {},
+  stops: {
+    abort() {
+      this.controller.abort();
+    },
   },
   async start(ctx) {
     this.controller = new AbortController();
@@ -39,9 +37,6 @@ serve({
     });
   },
   isCancel: (e) => e?.name === "AbortError",
-  async stop() {
-    this.controller.abort();
-  },
   async reportedUsage() {
     return this.chunks; // its usage account: a token per chunk it read
   },
