@@ -14,7 +14,7 @@ from pathlib import Path
 import harness
 from harness.billing import FORMS
 from harness.contract.registry import AdapterError
-from harness.providers import DEFAULT_PROVIDER, PROVIDERS
+from harness.providers import PROVIDERS
 from harness.results.repetitions import DEFAULT_REPS_RULE, REPS_RULES
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
 from harness.tools.mcp_launch import LAUNCHES
@@ -59,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
         observe_ms=args.observe_ms, anchors=args.anchors or "all", mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"], reps_rule=args.reps_rule, providers=args.provider or [DEFAULT_PROVIDER],
+        hosts=args.host or ["close"], reps_rule=args.reps_rule, providers=args.provider or [],
         billing=args.billing,
     )
     opts.also = [_also(opts, text) for text in args.also or []]
@@ -94,8 +94,9 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
     p.add_argument("--provider", action="append", choices=list(PROVIDERS),
-                   help=f"the model provider the adapter's client talks to (repeatable; default: {DEFAULT_PROVIDER}); "
-                        "the adapter must declare it (`providers` in its framework.toml)")
+                   help="the model provider the adapter's client talks to (repeatable; default: the adapter's home "
+                        "provider, the first it declares); the adapter must declare it (`providers` in its "
+                        "framework.toml)")
     p.add_argument("--billing", metavar="PROFILE",
                    help=f"what the provider bills after a streamed answer's client left, in place of each scenario's "
                         f"`billing:` ({FORMS}; harness/billing.py)")

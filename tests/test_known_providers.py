@@ -14,10 +14,11 @@ from harness.providers import PROVIDERS
 from harness.results.selection import CELL
 from harness.scenario import load_scenarios
 from harness.trial.runner import RunOptions, plan
-from tests.known_answer.adapters import LeavesStreamAtStop
+from tests.known_answer.provider_adapters import LeavesStreamAtStop
 from tests.test_trials import FAST, KA, run
 
-ADAPTER = KA + "LeavesStreamAtStop"
+PA = "tests.known_answer.provider_adapters:"
+ADAPTER = PA + "LeavesStreamAtStop"
 TEXT_TOKENS, READ = 10, LeavesStreamAtStop.READ
 #: billing profile -> tokens billed after the stop (all unread): the client leaves after READ of TEXT_TOKENS
 BILLED_AFTER_STOP = {"stops_at_disconnect": 0, "runs_to_completion": TEXT_TOKENS - READ}
@@ -53,7 +54,7 @@ def test_what_the_frameworks_usage_says_against_what_the_world_billed(tmp_path, 
     rest of the answer after the client left: the usage leaves those off the bill. A client with no usage account
     says nothing (null, not 0)."""
     scenarios = one_answer(tmp_path)
-    (row,) = run(KA + "LeavesStreamReportsWhatItRead", tmp_path / "reads", scenarios=["one_answer"],
+    (row,) = run(PA + "LeavesStreamReportsWhatItRead", tmp_path / "reads", scenarios=["one_answer"],
                  scenarios_dir=scenarios, billing=billing, tool_styles=["async"], deadlines=FAST)
     assert row["status"] == "ok", row["reason"]
     assert (row["usage_reported_tokens"], row["usage_unreported_tokens"]) == (READ, BILLED_AFTER_STOP[billing])

@@ -25,7 +25,7 @@ from harness.billing import BillingError, parse_billing
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
-from harness.providers import DEFAULT_PROVIDER, PROVIDERS
+from harness.providers import PROVIDERS
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
@@ -50,7 +50,8 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
-    providers: list[str] = field(default_factory=lambda: [DEFAULT_PROVIDER])  # harness/providers.py
+    #: harness/providers.py; empty: the adapter's home provider (the first it declares)
+    providers: list[str] = field(default_factory=list)
     #: the billing profile every trial's run plays in place of its scenario's (harness/billing.py); None: the
     #: scenario's
     billing: str | None = None
@@ -124,13 +125,14 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if st not in adapter_cls.tool_styles:
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
-    for name in opts.providers:
+    providers = opts.providers or [adapter_cls.providers[0]]
+    for name in providers:
         if name not in adapter_cls.providers:
             raise AdapterError(f"adapter {opts.adapter!r} has no client for provider {name!r} (it declares: "
                                f"{', '.join(adapter_cls.providers)}; `providers` in its framework.toml)")
     specs = []
     for scenario_name, mode, style, mit, host, provider, rep in itertools.product(
-            names, modes, styles, opts.mitigations, opts.hosts, opts.providers, range(opts.reps)):
+            names, modes, styles, opts.mitigations, opts.hosts, providers, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors not in ("all", offset.kind):
