@@ -57,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
         observe_ms=args.observe_ms, anchors=args.anchors, mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"], reps_rule=args.reps_rule,
+        hosts=args.host or ["close"], serve_paths=args.serve or ["in-process"], reps_rule=args.reps_rule,
     )
     opts.also = [_also(opts, text) for text in args.also or []]
     import signal
@@ -90,6 +90,11 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                    help="what the app hosting the agent does after the stop (repeatable; default: close): "
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
+    p.add_argument("--serve", action="append", metavar="PATH",
+                   help="serve the run and stop it from a client (repeatable; default: in-process, no server): "
+                        "starlette-sse (the client disconnects), starlette-sse+cancel (the page calls the cancel "
+                        "endpoint), starlette-sse+browser (the chat page's Stop in headless Chromium aborts the "
+                        "fetch); harness/serve/paths.py")
     p.add_argument("--reps", type=int, default=1)
     return p
 
@@ -107,7 +112,8 @@ def _also(base, text: str):
         raise UsageError(f"--also {text!r}: --reps {a.reps}: must be at least 1")
     return dataclasses.replace(base, modes=a.mode or [], scenarios=a.scenario or [], offsets=a.offset or [],
                                tool_styles=a.tools or [], mitigations=a.mitigation or ["none"], reps=a.reps,
-                               mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"], also=[])
+                               mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"],
+                               serve_paths=a.serve or ["in-process"], also=[])
 
 
 def cmd_report(args: argparse.Namespace) -> int:

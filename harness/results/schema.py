@@ -156,6 +156,12 @@ def _fields() -> Iterable[Field]:
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
+    yield runner("serve_path", str, "how the run was served and stopped (harness/serve/paths.py): `in-process` (no "
+                 "server: the harness pressed the framework's button in its own process; rows written before it "
+                 "existed) or a server the trial started, stopped by its client (`starlette-sse`...)",
+                 default=lambda row: "in-process")
+    yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
+                 "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)
     yield runner("rep", int, "repetition number")
     yield runner("seed", int, "the run's seed")
     yield runner("versions", dict, "the framework's packages and their versions")
@@ -211,6 +217,15 @@ def _fields() -> Iterable[Field]:
                    "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
                    "null for an adapter in the subject's process and for rows written before it existed",
                    digits=1, default=lambda row: None, **ms)
+    yield measured("served_stop_seen_ms", float, "stop", "a served trial: from the client's stop to the moment the "
+                   "server reacted to it (the disconnect or the cancel seen, the framework's button pressed); null "
+                   "when the server never reacted, and in-process", digits=1, default=lambda row: None, **ms)
+    yield measured("served_run_ended", bool, "stop", "a served trial: the run's job in the server ended before the "
+                   "row was cut (completed, cancelled or failed); false for a run the server left going; null "
+                   "in-process", default=lambda row: None, nullable=True, better="higher")
+    yield measured("served_run_ended_ms", float, "stop", "a served trial: from the client's stop to the end of the "
+                   "run's job in the server; null when it never ended, and in-process", digits=1,
+                   default=lambda row: None, **ms, better="lower")
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",

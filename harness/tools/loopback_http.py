@@ -109,25 +109,39 @@ async def stream_lines(url: str) -> AsyncIterator[str]:
     try:
         if status >= 400:
             raise LoopbackHTTPError(f"GET {url}: HTTP {status}")
-        chunked = found.get("transfer-encoding", "").lower() == "chunked"
-        buffer = b""
-        while True:
-            if chunked:
-                size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    return
-                data = await reader.readexactly(size)
-                await reader.readline()  # the CRLF after the chunk
-            else:
-                data = await reader.read(65536)
-                if not data:
-                    return
-            buffer += data
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                yield line.decode().rstrip("\r")
+        async for line in body_lines(reader, found):
+            yield line
     finally:
         writer.close()
+
+
+async def open_stream(url: str, body: Any) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter,
+                                                     AsyncIterator[str]]:
+    """POST `body` and open the answer as a server-sent event stream: (status, reader, writer, its lines). The
+    caller owns the connection: closing `writer` is a client that goes away."""
+    status, found, reader, writer = await _open("POST", url, body, {"Accept": "text/event-stream"})
+    return status, reader, writer, body_lines(reader, found)
+
+
+async def body_lines(reader: asyncio.StreamReader, found: dict[str, str]) -> AsyncIterator[str]:
+    """An answer's body, line by line as it comes (chunked or to the end of the connection)."""
+    chunked = found.get("transfer-encoding", "").lower() == "chunked"
+    buffer = b""
+    while True:
+        if chunked:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                return
+            data = await reader.readexactly(size)
+            await reader.readline()  # the CRLF after the chunk
+        else:
+            data = await reader.read(65536)
+            if not data:
+                return
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            yield line.decode().rstrip("\r")
 
 
 class LoopbackClient:

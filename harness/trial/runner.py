@@ -28,6 +28,7 @@ from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
+from harness.serve.paths import IN_PROCESS, ServePathError, serve_path
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
@@ -48,6 +49,7 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
+    serve_paths: list[str] = field(default_factory=lambda: [IN_PROCESS])  # harness/serve/paths.py
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int | None = 1  # None: auto (harness.trial.concurrency)
@@ -81,6 +83,11 @@ class RunOptions:
         for host in self.hosts:
             if host not in HOSTS:
                 raise AdapterError(f"host: {host!r} is none of {', '.join(HOSTS)}")
+        for path in self.serve_paths:
+            try:
+                serve_path(path)
+            except ServePathError as e:
+                raise AdapterError(str(e)) from e
         if self.reps_rule not in REPS_RULES:
             raise AdapterError(f"reps rule: {self.reps_rule!r} is none of {', '.join(REPS_RULES)}")
 
@@ -106,14 +113,14 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
     specs = []
-    for scenario_name, mode, style, mit, host, rep in itertools.product(names, modes, styles, opts.mitigations,
-                                                                       opts.hosts, range(opts.reps)):
+    for scenario_name, mode, style, mit, host, served, rep in itertools.product(
+            names, modes, styles, opts.mitigations, opts.hosts, opts.serve_paths, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors not in ("all", offset.kind):
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
-                                   mcp_launch=launch, host=host))
+                                   mcp_launch=launch, host=host, serve_path=served))
     return take_shard(specs, opts.shard)
 
 
@@ -325,7 +332,9 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
         "offset_kind": spec.offset.kind, "tool_style": spec.tool_style,
         "mcp_launch": spec.mcp_launch,
-        "mitigation": spec.mitigation.name, "host": spec.host, "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "mitigation": spec.mitigation.name, "host": spec.host, "serve_path": spec.serve_path,
+        "client_stop": path.client_stop if (path := serve_path(spec.serve_path)) else None,
+        "rep": spec.rep, "seed": spec.seed, "versions": versions,
         "finished_at": now_iso(), **env, **measured,
     }
 

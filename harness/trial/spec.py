@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.scenario import DEFAULT_OBSERVE_MS, Offset
+from harness.serve.paths import IN_PROCESS
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
 
@@ -71,7 +72,7 @@ class Shard:
 @dataclass(frozen=True)
 class TrialSpec:
     """One cell of the matrix: adapter x mode x scenario x offset x tools (and, for MCP, how the server is
-    launched) x mitigation x host x repetition."""
+    launched) x mitigation x host x serving path x repetition."""
 
     adapter: str
     mode: str
@@ -83,6 +84,7 @@ class TrialSpec:
     seed: int = 0
     mcp_launch: str = DEFAULT_LAUNCH  # harness/tools/mcp_launch.py
     host: str = "close"  # HOSTS
+    serve_path: str = IN_PROCESS  # harness/serve/paths.py: the server and the client's stop, or none
 
     @property
     def cell(self) -> TrialSpec:
@@ -95,10 +97,11 @@ class TrialSpec:
         return tool_label(self.tool_style, self.mcp_launch)
 
     def trial_id(self, scenario_hash: str) -> str:
-        """The defaults (a direct MCP launch, a host that closes) leave the id as it always was."""
+        """The defaults (a direct MCP launch, a host that closes, no server) leave the id as it always was."""
         host = "" if self.host == "close" else f"|host:{self.host}"
+        served = "" if self.serve_path == IN_PROCESS else f"|serve:{self.serve_path}"
         return (f"{self.adapter}|{self.mode}|{self.scenario}@{scenario_hash}|{self.offset.text}|"
-                f"{self.tool_label}|{self.mitigation.name}{host}|{self.rep}")
+                f"{self.tool_label}|{self.mitigation.name}{host}{served}|{self.rep}")
 
 
 @dataclass(frozen=True)

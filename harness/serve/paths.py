@@ -1,0 +1,78 @@
+"""The ways a run is served and stopped by its client (`--serve PATH`), declared once.
+
+A path names the server (an ASGI app factory, `module:attr`, that the server process builds around the hosted run:
+harness/serve/server.py) and the client's stop (how the page stops it). `in-process` is no server at all: the
+harness presses the framework's button in the subject, as every row before the serving dimension did.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+#: no server: the subject presses the framework's button itself (rows without `serve_path` read as this)
+IN_PROCESS = "in-process"
+
+#: what the client does to stop, as a UI does it
+CLIENT_STOPS = {
+    "disconnect": "the client closes the stream's connection (an EventSource closed, a plain HTTP client gone)",
+    "cancel_endpoint": "the page POSTs the server's cancel endpoint and reads the stream to its end",
+    "abort_fetch": "the page's Stop aborts its fetch (AbortController.abort(), what useChat().stop() does), in "
+                   "headless Chromium",
+}
+
+
+class ServePathError(ValueError):
+    """A --serve value that names no path."""
+
+
+@dataclass(frozen=True)
+class ServePath:
+    """A server and the client's stop. `app` is `module:attr` of a factory `(HostedRun) -> ASGI app`."""
+
+    name: str
+    app: str
+    client_stop: str
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.client_stop not in CLIENT_STOPS:
+            raise ServePathError(f"serve path {self.name!r}: client_stop {self.client_stop!r} is none of "
+                                 f"{', '.join(CLIENT_STOPS)}")
+
+    @property
+    def browser(self) -> bool:
+        """Pressed by the page's Stop in a real browser."""
+        return self.client_stop == "abort_fetch"
+
+
+_STARLETTE = "harness.serve.starlette_sse:app"
+
+PATHS: dict[str, ServePath] = {p.name: p for p in (
+    ServePath("starlette-sse", _STARLETTE, "disconnect",
+              "Starlette endpoint streaming the run as server-sent events (sse-starlette, uvicorn); on the client's "
+              "disconnect the generator is cancelled and the app presses the framework's stop"),
+    ServePath("starlette-sse+cancel", _STARLETTE, "cancel_endpoint",
+              "the same server; the page calls its cancel endpoint, which presses the framework's stop"),
+    ServePath("starlette-sse+browser", _STARLETTE, "abort_fetch",
+              "the same server; stopbench's chat page in headless Chromium, whose Stop aborts the fetch"),
+)}
+
+
+def serve_path(name: str) -> ServePath | None:
+    """The path named `name` (None for in-process); `module:attr` names a ServePath object elsewhere (a planted
+    server in a test)."""
+    if name == IN_PROCESS:
+        return None
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise ServePathError(f"--serve {name!r}: cannot load {attr} from {module}: {e}") from e
+        if not isinstance(found, ServePath):
+            raise ServePathError(f"--serve {name!r}: {attr} is not a ServePath")
+        return found
+    if name not in PATHS:
+        raise ServePathError(f"--serve {name!r} is none of {', '.join([IN_PROCESS, *PATHS])} (or module:attr)")
+    return PATHS[name]
