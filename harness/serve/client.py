@@ -72,7 +72,7 @@ class ServedAdapter:
         if self.path.browser:
             from harness.serve.browser import ChatPage
 
-            self.browser = ChatPage(self.url, self.ctx.workdir)
+            self.browser = ChatPage(self.url, self.ctx.workdir, self.own)
             await self.browser.open()
 
     async def _exited(self, seconds: float) -> int | None:

@@ -82,16 +82,45 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+#: processes of the harness's own in this process's tree, with their descendants: the page a served trial's
+#: client presses stop in (harness/serve/browser.py), which is the user's, not the run's
+_harness_trees: set[int] = set()
+#: ... and the processes whose command line names one of these (a helper the browser double-forks, its crash
+#: handler, re-parented to the subject as the subreaper, names the browser's profile folder)
+_harness_marks: set[str] = set()
+
+
+def harness_process(pid: int, mark: str) -> None:
+    """Leave `pid` and its descendants, and any process whose command line holds `mark`, out of this process's
+    descendants from now on."""
+    _harness_trees.add(pid)
+    _harness_marks.add(mark)
+
+
+def _harness_own(pid: int) -> bool:
+    if pid in _harness_trees:
+        return True
+    if not _harness_marks:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(mark in cmdline for mark in _harness_marks)
+
+
 def descendant_pids(pid: int | None = None) -> list[int]:
     """Every live descendant of `pid` (default: this process), from the kernel's per-thread child lists
     (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine.
-    Zombies (exited, not yet waited for) are not alive and are left out."""
+    Zombies (exited, not yet waited for) are not alive and are left out, and so are the harness's own processes
+    (`harness_process`)."""
     if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # kernels without CONFIG_PROC_CHILDREN
         return [c.pid for c in psutil.Process(pid).children(recursive=True)
                 if c.status() != psutil.STATUS_ZOMBIE]
     found, stack = [], [pid or os.getpid()]
     while stack:
-        kids = _children_of(stack.pop())
+        kids = [k for k in _children_of(stack.pop()) if not _harness_own(k)]
         found += kids
         stack += kids
     return [p for p in found if running(p)]  # the subject is a subreaper: orphans that exit become its zombies
