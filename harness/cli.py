@@ -94,7 +94,7 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                    help="serve the run and stop it from a client (repeatable; default: in-process, no server): "
                         "starlette-sse (the client disconnects), starlette-sse+cancel (the page calls the cancel "
                         "endpoint), starlette-sse+browser (the chat page's Stop in headless Chromium aborts the "
-                        "fetch); harness/serve/paths.py")
+                        "fetch); harness/trial/serve/paths.py")
     p.add_argument("--reps", type=int, default=1)
     return p
 

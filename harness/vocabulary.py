@@ -75,7 +75,7 @@ class Mark(StrEnum):
     ERROR = "error"  # the adapter or framework raised (data.step, data.error)
     WATCHDOG_KILLED = "watchdog_killed"
     REAPED = "reaped"  # what the harness had to kill (data.processes)
-    #: a served trial (harness/serve/): the server saw the client's stop (data.how: disconnect or cancel) and
+    #: a served trial (harness/trial/serve/): the server saw the client's stop (data.how: disconnect or cancel) and
     #: pressed the framework's button; a server that never reacts never posts it
     SERVED_STOP_SEEN = "served_stop_seen"
     SERVED_STOP_RETURNED = "served_stop_returned"  # the framework's button returned, in the server

@@ -74,7 +74,7 @@ class TrialView:
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
-        #: a served trial: the run was hosted by a server and stopped by its client (harness/serve/)
+        #: a served trial: the run was hosted by a server and stopped by its client (harness/trial/serve/)
         self.served = self.data(Mark.RUN_STARTED).get("serve_path") is not None
         self.cut = runaway_cut(events)  # a runaway's counts end at its observation's deadline
         self.end_stop_phase = min(self.resume_started if self.resume_started is not None else float("inf"),
@@ -230,7 +230,7 @@ def _served_end(tr: TrialView) -> int | None:
 
 @metric("served_stop_seen_ms")
 def served_stop_seen_ms(tr: TrialView) -> float | None:
-    """From the client's stop to the server's reaction (harness/serve/hosted.py); None if it never reacted."""
+    """From the client's stop to the server's reaction (harness/trial/serve/hosted.py); None if it never reacted."""
     return _ms(tr.pressed, tr.t(Mark.SERVED_STOP_SEEN)) if tr.served and tr.pressed is not None else None
 
 

@@ -156,9 +156,9 @@ def _fields() -> Iterable[Field]:
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
-    yield runner("serve_path", str, "how the run was served and stopped (harness/serve/paths.py): `in-process` (no "
-                 "server: the harness pressed the framework's button in its own process; rows written before it "
-                 "existed) or a server the trial started, stopped by its client (`starlette-sse`...)",
+    yield runner("serve_path", str, "how the run was served and stopped (harness/trial/serve/paths.py): "
+                 "`in-process` (no server: the harness pressed the framework's button in its own process; rows "
+                 "written before it existed) or a server the trial started, stopped by its client (`starlette-sse`...)",
                  default=lambda row: "in-process")
     yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
                  "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)

@@ -83,7 +83,7 @@ def _children_of(pid: int) -> list[int]:
 
 
 #: processes of the harness's own in this process's tree, with their descendants: the page a served trial's
-#: client presses stop in (harness/serve/browser.py), which is the user's, not the run's
+#: client presses stop in (harness/trial/serve/browser.py), which is the user's, not the run's
 _harness_trees: set[int] = set()
 #: ... and the processes whose command line names one of these (a helper the browser double-forks, its crash
 #: handler, re-parented to the subject as the subreaper, names the browser's profile folder)

@@ -1,5 +1,5 @@
 """What an adapter gets for a trial (its TrialContext and toolbox), made in one place: the subject makes it for an
-adapter it hosts itself, a served trial's server process for the adapter it hosts (harness/serve/hosted.py)."""
+adapter it hosts itself, a served trial's server process for the adapter it hosts (harness/trial/serve/hosted.py)."""
 
 from __future__ import annotations
 

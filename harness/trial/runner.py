@@ -28,11 +28,11 @@ from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
-from harness.serve.paths import IN_PROCESS, ServePathError, serve_path
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.janitor import Janitor
+from harness.trial.serve.paths import IN_PROCESS, ServePathError, serve_path
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
@@ -49,7 +49,7 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
-    serve_paths: list[str] = field(default_factory=lambda: [IN_PROCESS])  # harness/serve/paths.py
+    serve_paths: list[str] = field(default_factory=lambda: [IN_PROCESS])  # harness/trial/serve/paths.py
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int | None = 1  # None: auto (harness.trial.concurrency)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.scenario import DEFAULT_OBSERVE_MS, Offset
-from harness.serve.paths import IN_PROCESS
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
+from harness.trial.serve.paths import IN_PROCESS
 
 #: what happens to the app hosting the agent after the stop: it closes the agent (`close`: resume, then
 #: close()), or it dies without cleanup (`crash`: SIGKILL, as a crash, an OOM kill or a deploy restart would)
@@ -84,7 +84,7 @@ class TrialSpec:
     seed: int = 0
     mcp_launch: str = DEFAULT_LAUNCH  # harness/tools/mcp_launch.py
     host: str = "close"  # HOSTS
-    serve_path: str = IN_PROCESS  # harness/serve/paths.py: the server and the client's stop, or none
+    serve_path: str = IN_PROCESS  # harness/trial/serve/paths.py: the server and the client's stop, or none
 
     @property
     def cell(self) -> TrialSpec:

@@ -18,14 +18,14 @@ from typing import Any
 from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
-from harness.serve.client import ServedAdapter
-from harness.serve.paths import serve_path
 from harness.tools.loopback_http import LoopbackClient
 from harness.trial import activity, audit, host, priority
 from harness.trial.context import trial_context, trial_toolbox
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
+from harness.trial.serve.client import ServedAdapter
+from harness.trial.serve.paths import serve_path
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
 from harness.vocabulary import AuditPhase, Mark

@@ -1,5 +1,5 @@
-"""Planted servers for the serving dimension (harness/serve/): each reacts to the client's stop in a known way, around
-an adapter whose own stop is known to be right, so the row must say exactly what the server adds.
+"""Planted servers for the serving dimension (harness/trial/serve/): each reacts to the client's stop in a known way,
+around an adapter whose own stop is known to be right, so the row must say exactly what the server adds.
 
 - `STOPS`: the shipped Starlette app (presses the framework's stop on the disconnect);
 - `IGNORES_DISCONNECT`: its generator is cancelled, and it does nothing: the run goes on to its end;
@@ -12,17 +12,35 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
-from harness.serve import starlette_sse
-from harness.serve.hosted import HostedRun
-from harness.serve.paths import ServePath
+import yaml
+
+from harness.trial.serve import starlette_sse
+from harness.trial.serve.hosted import HostedRun
+from harness.trial.serve.paths import ServePath
 from tests.known_answer.adapters import EMAIL, _Base, model_loop
 
 #: how late NOTICES_LATE presses the stop after the disconnect
-LATE_MS = 500
+LATE_MS = 1000
 #: when LEAVES_ITS_THREAD's thread sends its email, after the run started: after the observation floor (2 s), so
 #: only an audit of the server's threads keeps the trial open until it lands
 THREAD_EMAIL_AFTER_S = 2.6
+
+
+#: q3_report with an email that takes SLOW_EMAIL_MS to commit: a stop LATE_MS after the first request lands while
+#: the email is in flight, whatever the machine's load (the run is at the email after about 200 ms)
+SLOW_EMAIL_MS = 3000
+
+
+def slow_email_scenarios(root: Path) -> Path:
+    """A scenarios folder holding `q3_slow_email` only."""
+    source = Path(__file__).parents[2] / "scenarios" / "q3_report.yaml"
+    scenario = yaml.safe_load(source.read_text())
+    scenario.update(name="q3_slow_email", latency_ms={**scenario["latency_ms"], "email": SLOW_EMAIL_MS})
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "q3_slow_email.yaml").write_text(yaml.safe_dump(scenario))
+    return root
 
 
 class CancelsTheLoop(_Base):
@@ -75,4 +93,8 @@ STOPS = ServePath("known-stops", _HERE + "stops", "disconnect")
 IGNORES_DISCONNECT = ServePath("known-ignores-disconnect", _HERE + "ignores_disconnect", "disconnect")
 NOTICES_LATE = ServePath("known-notices-late", _HERE + "notices_late", "disconnect")
 LEAVES_ITS_THREAD = ServePath("known-leaves-its-thread", _HERE + "leaves_its_thread", "disconnect")
+#: the same reactions, stopped by the chat page's Stop in headless Chromium (the fetch aborted)
+STOPS_BROWSER = ServePath("known-stops+browser", _HERE + "stops", "abort_fetch")
+IGNORES_DISCONNECT_BROWSER = ServePath("known-ignores-disconnect+browser", _HERE + "ignores_disconnect",
+                                       "abort_fetch")
 

@@ -1,11 +1,11 @@
 """The served trial from the subject's side: the server process, and the client that stops its run as a UI does.
 
 The subject drives it as it drives an adapter (launch, start, stop, wait, resume, close, held): `launch` starts the
-server process (harness/serve/server.py) and waits for its port; `start` is the page sending its message (POST
+server process (harness/trial/serve/server.py) and waits for its port; `start` is the page sending its message (POST
 /chat, read as an event stream until `started`); `stop` is the client's stop (`client_stop`): `disconnect` closes
 the stream's connection, `cancel_endpoint` POSTs /cancel and reads the stream on, `abort_fetch` presses the chat
-page's Stop in headless Chromium (harness/serve/browser.py). The subject stamps `stop_called` at the client's press:
-every "after stop" counts from there. `wait` is the hosted run's end, `held` what the server process holds (its
+page's Stop in headless Chromium (harness/trial/serve/browser.py). The subject stamps `stop_called` at the client's
+press: every "after stop" counts from there. `wait` is the hosted run's end, `held` what the server process holds (its
 audit), `close` closes the adapter in the server, then ends the server (SIGTERM, as a deploy stops an app).
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 from harness import python_module
 from harness.contract.adapter import HostHoldings, NoResume, TrialContext
 from harness.scenario import Scenario
-from harness.serve.paths import ServePath
 from harness.tools.loopback_http import LoopbackClient, open_stream
+from harness.trial.serve.paths import ServePath
 from harness.trial.spec import SubjectPlan
 
 #: how long the server may take to be ready (import its framework, launch the adapter)
@@ -59,7 +59,7 @@ class ServedAdapter:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
         try:  # Popen, not asyncio's: no child-watcher thread of the harness's in the subject
             self.proc = subprocess.Popen(
-                [*python_module("serve.server"), self.plan.to_json(), json.dumps(self.scenario.raw),
+                [*python_module("trial.serve.server"), self.plan.to_json(), json.dumps(self.scenario.raw),
                  str(os.getppid()), str(write_fd)], pass_fds=[write_fd], env=env)
         finally:
             os.close(write_fd)
@@ -70,7 +70,7 @@ class ServedAdapter:
                                   "its output is in the trial's subject-output.log")
         self.url = f"http://127.0.0.1:{json.loads(line)['port']}"
         if self.path.browser:
-            from harness.serve.browser import ChatPage
+            from harness.trial.serve.browser import ChatPage
 
             self.browser = ChatPage(self.url, self.ctx.workdir, self.own)
             await self.browser.open()

@@ -1,10 +1,10 @@
 """The served trial's server process: the hosted run inside the path's app, under uvicorn on 127.0.0.1.
 
-Started by the subject (harness/serve/client.py) before the run's clock starts, as a child of it: the trial's
+Started by the subject (harness/trial/serve/client.py) before the run's clock starts, as a child of it: the trial's
 audits, reaping and owner marker cover it and everything it starts. It tells the subject its port on the fd it was
 given, once the adapter is ready and its baseline is taken. SIGTERM ends it as it ends any uvicorn app.
 
-    python -m harness.serve.server PLAN_JSON SCENARIO_JSON OWNER_PID READY_FD    (the path: the plan's serve_path)
+    python -m harness.trial.serve.server PLAN_JSON SCENARIO_JSON OWNER_PID READY_FD    (the path: the plan's serve_path)
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import uvicorn
 
 from harness.contract.registry import load_adapter
 from harness.scenario import scenario_from_dict
-from harness.serve.hosted import HostedRun
-from harness.serve.paths import serve_path
 from harness.trial import audit
+from harness.trial.serve.hosted import HostedRun
+from harness.trial.serve.paths import serve_path
 from harness.trial.spec import SubjectPlan
 
 

@@ -7,7 +7,7 @@ stops it one of two ways. It goes away (an EventSource closed, a fetch aborted):
 where the app reacts (sse-starlette's documented place for cleanup): the shipped app presses the framework's stop
 there, shielded from the cancellation that brought it. Or the page calls `POST /cancel`, which presses the same
 button and answers when it returns; the stream then ends when the run does. `GET /` is the chat page
-(harness/serve/page/chat.html). `/harness/...` is the trial's own channel (wait, resume, close, audit), no part
+(harness/trial/serve/page/chat.html). `/harness/...` is the trial's own channel (wait, resume, close, audit), no part
 of the app's surface.
 
 `app(hosted, on_disconnect, on_start)` lets a planted server react otherwise (tests/known_answer/served.py).
@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from harness.serve.hosted import HostedRun, describe
+from harness.trial.serve.hosted import HostedRun, describe
 
 PAGE = Path(__file__).parent / "page" / "chat.html"
 
@@ -73,7 +73,7 @@ def app(hosted: HostedRun, on_disconnect: Reaction = press_stop, on_start: React
 
 
 def harness_routes(hosted: HostedRun) -> list[Route]:
-    """The trial's channel to the hosted run (harness/serve/client.py): every served app mounts it."""
+    """The trial's channel to the hosted run (harness/trial/serve/client.py): every served app mounts it."""
 
     async def wait(request: Request) -> JSONResponse:
         return JSONResponse(await hosted.ended())

@@ -1,7 +1,7 @@
 """The ways a run is served and stopped by its client (`--serve PATH`), declared once.
 
 A path names the server (an ASGI app factory, `module:attr`, that the server process builds around the hosted run:
-harness/serve/server.py) and the client's stop (how the page stops it). `in-process` is no server at all: the
+harness/trial/serve/server.py) and the client's stop (how the page stops it). `in-process` is no server at all: the
 harness presses the framework's button in the subject, as every row before the serving dimension did.
 """
 
@@ -46,7 +46,7 @@ class ServePath:
         return self.client_stop == "abort_fetch"
 
 
-_STARLETTE = "harness.serve.starlette_sse:app"
+_STARLETTE = "harness.trial.serve.starlette_sse:app"
 
 PATHS: dict[str, ServePath] = {p.name: p for p in (
     ServePath("starlette-sse", _STARLETTE, "disconnect",

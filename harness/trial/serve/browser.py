@@ -1,6 +1,6 @@
 """The chat page in headless Chromium, driven over the DevTools protocol: the served trial's browser client.
 
-The page (harness/serve/page/chat.html, served by the app at `/`) does what the Vercel AI SDK's `useChat()` does:
+The page (harness/trial/serve/page/chat.html, served by the app at `/`) does what the Vercel AI SDK's `useChat()` does:
 it POSTs the message and reads the answer's stream; its Stop button aborts the fetch (`AbortController.abort()`,
 what `useChat().stop()` does). The trial types the message and clicks Send, and at the anchor clicks Stop with the
 mouse (Input.dispatchMouseEvent at the button's centre); the stop returns when the page says it stopped.
