@@ -47,6 +47,11 @@ ACTIVITY_EVENTS = frozenset({
 })
 
 
+#: the serving path of a trial with no server: the harness presses the framework's button in its own process
+#: (harness/trial/serve/paths.py has the others; rows written without `serve_path` read as this)
+IN_PROCESS = "in-process"
+
+
 class Mark(StrEnum):
     """The trial's marks, in the order a trial stamps them."""
 

@@ -4,17 +4,27 @@ counts after the client's stop that its reaction leaves; the shipped paths agree
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 
 from harness.results import schema
 from harness.trial.serve.paths import IN_PROCESS
 from tests.known_answer.served import LATE_MS, THREAD_EMAIL_AFTER_S, slow_email_scenarios
-from tests.test_trials import run
+from tests.test_trials import FAST
+from tests.test_trials import run as run_trials
 
 ADAPTER = "tests.known_answer.served:CancelsTheLoop"
 KA = "tests.known_answer.served:"
 AT_FIRST_REQUEST = ["on:llm_request:1"]
+
+
+#: a served trial's start launches a server process (and Chromium): room for both on a loaded machine
+DEADLINES = replace(FAST, start=30)
+
+
+def run(adapter: str, tmp_path, **kw) -> list[dict]:
+    return run_trials(adapter, tmp_path, deadlines=DEADLINES, **kw)
 
 
 def counts(row: dict) -> tuple:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.vocabulary import IN_PROCESS
 
 #: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
 SCHEMA_VERSION = 1
@@ -158,8 +159,9 @@ def _fields() -> Iterable[Field]:
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
     yield runner("serve_path", str, "how the run was served and stopped (harness/trial/serve/paths.py): "
                  "`in-process` (no server: the harness pressed the framework's button in its own process; rows "
-                 "written before it existed) or a server the trial started, stopped by its client (`starlette-sse`...)",
-                 default=lambda row: "in-process")
+                 "written before it existed) or a server the trial started, stopped by its client "
+                 "(`starlette-sse`...)",
+                 default=lambda row: IN_PROCESS)
     yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
                  "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)
     yield runner("rep", int, "repetition number")

@@ -32,7 +32,7 @@ from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.janitor import Janitor
-from harness.trial.serve.paths import IN_PROCESS, ServePathError, serve_path
+from harness.trial.serve.paths import IN_PROCESS, ServePathError, serve_path, serving_versions
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
@@ -334,7 +334,7 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "mcp_launch": spec.mcp_launch,
         "mitigation": spec.mitigation.name, "host": spec.host, "serve_path": spec.serve_path,
         "client_stop": path.client_stop if (path := serve_path(spec.serve_path)) else None,
-        "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "rep": spec.rep, "seed": spec.seed, "versions": {**versions, **(serving_versions() if path else {})},
         "finished_at": now_iso(), **env, **measured,
     }
 

@@ -35,7 +35,8 @@ EXIT_S = 3.0
 
 
 class ServedRunFailed(RuntimeError):
-    """The hosted run's job failed, or the server answered an error."""
+    """The hosted run's job failed (the message: its error, `Type: message (at file:line)`), or the server answered
+    an error."""
 
 
 class ServedAdapter:
@@ -132,8 +133,8 @@ class ServedAdapter:
         ended = r.json()
         if ended["ended"] == "cancelled":
             raise asyncio.CancelledError("the served run was cancelled")
-        if ended["ended"] == "failed":
-            raise ServedRunFailed(f"the served run failed: {ended['error']}")
+        if ended["ended"] == "failed":  # the job's own error, as the server's process described it
+            raise ServedRunFailed(ended["error"])
 
     async def resume(self) -> None:
         r = await self.http.post(f"{self.url}/harness/resume", {})

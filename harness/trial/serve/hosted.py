@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 from harness.contract.adapter import Adapter, NoResume
@@ -45,7 +47,12 @@ def connection_inodes(local_port: int, remote_port: int) -> set[str]:
 
 
 def describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}"[:500]
+    """As the subject describes an error (harness/trial/subject.py): its type, message and where it was raised."""
+    text = f"{type(err).__name__}: {err}"
+    tb = traceback.extract_tb(err.__traceback__)
+    if tb:
+        text += f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})"
+    return text[:500]
 
 
 class HostedRun:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-#: no server: the subject presses the framework's button itself (rows without `serve_path` read as this)
-IN_PROCESS = "in-process"
+from harness.vocabulary import IN_PROCESS
+
+__all__ = ["IN_PROCESS", "CLIENT_STOPS", "PATHS", "ServePath", "ServePathError", "serve_path", "serving_versions"]
 
 #: what the client does to stop, as a UI does it
 CLIENT_STOPS = {
@@ -57,6 +58,23 @@ PATHS: dict[str, ServePath] = {p.name: p for p in (
     ServePath("starlette-sse+browser", _STARLETTE, "abort_fetch",
               "the same server; stopbench's chat page in headless Chromium, whose Stop aborts the fetch"),
 )}
+
+
+#: the serving stack's packages: a served row's `versions` name them beside the framework's
+SERVING_PACKAGES = ("starlette", "sse-starlette", "uvicorn")
+
+
+def serving_versions() -> dict[str, str]:
+    """The installed versions of the serving stack (the framework's environment holds them: mcp needs them)."""
+    import importlib.metadata
+
+    out = {}
+    for name in SERVING_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def serve_path(name: str) -> ServePath | None:
