@@ -4,6 +4,7 @@ counts after the client's stop that its reaction leaves; the shipped paths agree
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -137,3 +138,17 @@ def test_the_shipped_browser_path_stops_the_run(tmp_path):
     (row,) = run(ADAPTER, tmp_path, offsets=AT_FIRST_REQUEST, serve_paths=["starlette-sse+browser"])
     assert counts(row) == (11, 0, 0)
     assert row["client_stop"] == "abort_fetch" and row["served_run_ended"] is True
+
+
+# --- the JS path: a Node HTTP handler ---------------------------------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_a_node_handler_stops_the_run_on_the_request_s_abort_signal_and_its_stop_endpoint(tmp_path):
+    rows = by_path(run(KA + "JsCancelsTheLoop", tmp_path, offsets=AT_FIRST_REQUEST,
+                       serve_paths=[IN_PROCESS, "node-http", "node-http+cancel"]))
+    assert counts(rows[IN_PROCESS]) == counts(rows["node-http"]) == counts(rows["node-http+cancel"]) == (11, 0, 0)
+    for path, how in (("node-http", "disconnect"), ("node-http+cancel", "cancel_endpoint")):
+        row = rows[path]
+        assert row["client_stop"] == how and row["served_stop_seen_ms"] is not None, row
+        assert row["served_run_ended"] is True and row["job_error"] == "CancelledError"
+        assert (row["tasks_left"], row["threads_left"], row["orphans"]) == (0, 0, 0)

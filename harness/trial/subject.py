@@ -303,7 +303,7 @@ class Subject:
         path = serve_path(self.spec.serve_path)
         if path is None:
             return self.adapter_cls(self.ctx)
-        return ServedAdapter(self.ctx, self.plan, self.scenario, path, self.own)
+        return ServedAdapter(self.ctx, self.plan, self.scenario, path, self.adapter_cls, self.own)
 
     def _context(self) -> TrialContext:
         return trial_context(self.plan, self.scenario, self.toolbox, os.getppid(), self._stop_handled)

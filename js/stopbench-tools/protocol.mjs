@@ -23,6 +23,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { egress, held } from "./audit.mjs";
 import { monotonicNs } from "./http.mjs";
+import { serveHttp } from "./http_host.mjs";
 
 export const PROTOCOL_VERSION = 1;
 export const NO_RESUME = -32001;
@@ -86,6 +87,10 @@ function pressedBySignal(adapter, mode) {
 }
 
 export function serve(adapter) {
+  if (process.env.STOPBENCH_SERVE_HTTP) { // a served trial: a Node HTTP handler hosts the run (http_host.mjs)
+    serveHttp(adapter, ending, NoResume, Number(process.env.STOPBENCH_SERVE_HTTP));
+    return;
+  }
   send({ method: "capabilities",
          params: { protocol: PROTOCOL_VERSION, notifies_stop_handled: true, ...adapter.capabilities } });
   const methods = {

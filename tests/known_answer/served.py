@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.contract.protocol import ProtocolAdapter
 from harness.trial.serve import starlette_sse
 from harness.trial.serve.hosted import HostedRun
 from harness.trial.serve.paths import ServePath
@@ -50,6 +51,16 @@ class CancelsTheLoop(_Base):
 
     async def job(self) -> None:
         await model_loop(self.ctx, self.ctx.toolbox.acall)
+
+
+class JsCancelsTheLoop(ProtocolAdapter):
+    """Its JS twin on the Node kit (served_loop.mjs): served by `node-http`, its own process is the handler."""
+
+    name = "known-js-cancels-the-loop"
+    stop_modes = {"cancel": "AbortController.abort() on the loop's requests"}
+    tool_styles = ("async",)
+    folder = Path(__file__).parent
+    command = ("node", str(Path(__file__).with_name("served_loop.mjs")))
 
 
 async def _ignore(hosted: HostedRun) -> None:

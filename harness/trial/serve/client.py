@@ -22,12 +22,17 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from harness import python_module
-from harness.contract.adapter import HostHoldings, NoResume, TrialContext
+from harness.contract.adapter import Adapter, HostHoldings, NoResume, TrialContext
+from harness.contract.protocol import ProtocolAdapter
 from harness.scenario import Scenario
 from harness.tools.loopback_http import LoopbackClient, open_stream
+from harness.trial.activity import HELD, HELD_TASKS, HELD_THREADS, held_work
+from harness.trial.serve.page import PAGE
 from harness.trial.serve.paths import ServePath
 from harness.trial.spec import SubjectPlan
 
+#: names the fd a JS adapter process writes its port to when it is to serve over HTTP (js/stopbench-tools)
+SERVE_HTTP_ENV = "STOPBENCH_SERVE_HTTP"
 #: how long the server may take to be ready (import its framework, launch the adapter)
 READY_S = 60.0
 #: how long the server has to exit after SIGTERM before it is killed
@@ -45,8 +50,10 @@ class ServedAdapter:
     notifies_stop_handled = False  # the stop counts from the client's press
 
     def __init__(self, ctx: TrialContext, plan: SubjectPlan, scenario: Scenario, path: ServePath,
-                 own: Callable[[Coroutine[Any, Any, Any]], asyncio.Task]):
+                 adapter_cls: type[Adapter], own: Callable[[Coroutine[Any, Any, Any]], asyncio.Task]):
         self.ctx, self.plan, self.scenario, self.path, self.own = ctx, plan, scenario, path, own
+        self.adapter_cls = adapter_cls
+        self.node_baseline: set[str] = set()  # a Node server's holdings before the run
         self.mode = ctx.mode
         self.http = LoopbackClient(timeout_s=3600)
         self.proc: subprocess.Popen | None = None
@@ -57,11 +64,8 @@ class ServedAdapter:
 
     async def launch(self) -> None:
         read_fd, write_fd = os.pipe()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
         try:  # Popen, not asyncio's: no child-watcher thread of the harness's in the subject
-            self.proc = subprocess.Popen(
-                [*python_module("trial.serve.server"), self.plan.to_json(), json.dumps(self.scenario.raw),
-                 str(os.getppid()), str(write_fd)], pass_fds=[write_fd], env=env)
+            self.proc = self._node(write_fd) if self.path.runtime == "node" else self._python(write_fd)
         finally:
             os.close(write_fd)
         line = await asyncio.wait_for(self._read_ready(read_fd), READY_S)
@@ -70,6 +74,11 @@ class ServedAdapter:
             raise ServedRunFailed(f"serve path {self.path.name}: the server exited ({code}) before it was ready; "
                                   "its output is in the trial's subject-output.log")
         self.url = f"http://127.0.0.1:{json.loads(line)['port']}"
+        if self.path.runtime == "node":
+            r = await self.http.post(f"{self.url}/harness/configure", {
+                **ProtocolAdapter(self.ctx)._start_params(), "run_url": self.plan.run.run_url, "page": str(PAGE)})
+            r.raise_for_status()
+            self.node_baseline = {i["id"] for i in (await self.http.get(f"{self.url}/harness/audit")).json()["held"]}
         if self.path.browser:
             from harness.trial.serve.browser import ChatPage
 
@@ -83,6 +92,22 @@ class ServedAdapter:
         while (code := self.proc.poll()) is None and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         return code
+
+    def _python(self, ready_fd: int) -> subprocess.Popen:
+        """The Python server hosting the adapter (harness/trial/serve/server.py), importing what the subject does."""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
+        return subprocess.Popen([*python_module("trial.serve.server"), self.plan.to_json(),
+                                 json.dumps(self.scenario.raw), str(os.getppid()), str(ready_fd)],
+                                pass_fds=[ready_fd], env=env)
+
+    def _node(self, ready_fd: int) -> subprocess.Popen:
+        """The JS adapter's own process, as an HTTP handler (js/stopbench-tools/http_host.mjs)."""
+        cls = self.adapter_cls
+        if not issubclass(cls, ProtocolAdapter):
+            raise ServedRunFailed(f"serve path {self.path.name}: a Node server hosts a JS adapter, not {cls.name}")
+        return subprocess.Popen(list(cls.command), cwd=cls.folder, pass_fds=[ready_fd],
+                                env={**os.environ, **cls.environment, SERVE_HTTP_ENV: str(ready_fd)},
+                                stdin=subprocess.DEVNULL)
 
     @staticmethod
     async def _read_ready(fd: int) -> bytes:
@@ -108,7 +133,12 @@ class ServedAdapter:
         first = await anext(events)
         if first[0] != "started":
             raise ServedRunFailed(f"POST /chat: expected the `started` event, got {first}")
-        self.reading = self.own(_drain(events))
+        self.reading = self.own(self._read_to_end(events))
+
+    async def _read_to_end(self, events: AsyncIterator[tuple[str, str]]) -> None:
+        """Read the stream to its end, as the page does, then let its connection go."""
+        await _drain(events)
+        self._disconnect()
 
     async def stop(self) -> None:
         how = self.path.client_stop
@@ -152,6 +182,8 @@ class ServedAdapter:
             served = r.json()
         except (OSError, TimeoutError, ValueError) as e:
             return HostHoldings(self.proc.pid, [], error=f"the server's audit: {e}")
+        if self.path.runtime == "node":
+            served = node_audit([i for i in served["held"] if i["id"] not in self.node_baseline], served["egress"])
         return HostHoldings(self.proc.pid, [], served=served)
 
     async def close(self) -> None:
@@ -178,6 +210,18 @@ class ServedAdapter:
             self.reading.cancel()
         if error is not None:
             raise error
+
+
+def node_audit(held: list[dict[str, str]], egress: list[str]) -> dict[str, Any]:
+    """What a Node server holds (the kit's audit: timers, immediates, requests, sockets, workers), in the served
+    audit's terms (harness/trial/serve/hosted.py `audit`), by the one rule of idle and scheduled work."""
+    workers = [{"ident": i["id"], "name": i["what"], "daemon": False, "activity": str(HELD[i["kind"]])}
+               for i in held if i["kind"] in HELD_THREADS]
+    left = {"threads": workers, "threads_busy": workers,
+            "tasks": [f"{i['kind']}:{i['what']}" for i in held if i["kind"] in HELD_TASKS],
+            "sockets": [{"held": i["what"]} for i in held if i["kind"] == "socket"], "egress": egress}
+    return {"left": left, "work": [{"kind": w.kind, "what": w.what, "activity": str(w.activity)}
+                                   for w in held_work(held)]}
 
 
 async def _events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:

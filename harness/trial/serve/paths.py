@@ -27,16 +27,25 @@ class ServePathError(ValueError):
     """A --serve value that names no path."""
 
 
+#: the servers' runtimes: a Python app hosting a Python adapter (harness/trial/serve/server.py), or the adapter
+#: process of a JS framework as a Node HTTP handler (js/stopbench-tools/http_host.mjs)
+RUNTIMES = ("python", "node")
+
+
 @dataclass(frozen=True)
 class ServePath:
-    """A server and the client's stop. `app` is `module:attr` of a factory `(HostedRun) -> ASGI app`."""
+    """A server and the client's stop. `app` is `module:attr` of a factory `(HostedRun) -> ASGI app` (Python);
+    a Node path's app is the adapter process's own handler."""
 
     name: str
     app: str
     client_stop: str
     description: str = ""
+    runtime: str = "python"
 
     def __post_init__(self) -> None:
+        if self.runtime not in RUNTIMES:
+            raise ServePathError(f"serve path {self.name!r}: runtime {self.runtime!r} is none of {', '.join(RUNTIMES)}")
         if self.client_stop not in CLIENT_STOPS:
             raise ServePathError(f"serve path {self.name!r}: client_stop {self.client_stop!r} is none of "
                                  f"{', '.join(CLIENT_STOPS)}")
@@ -57,6 +66,15 @@ PATHS: dict[str, ServePath] = {p.name: p for p in (
               "the same server; the page calls its cancel endpoint, which presses the framework's stop"),
     ServePath("starlette-sse+browser", _STARLETTE, "abort_fetch",
               "the same server; stopbench's chat page in headless Chromium, whose Stop aborts the fetch"),
+    ServePath("node-http", "", "disconnect",
+              "a Node HTTP handler (a JS adapter's process) streaming the run as server-sent events; the request's "
+              "abort signal (`abortSignal: req.signal`) presses the framework's stop when the client goes away",
+              runtime="node"),
+    ServePath("node-http+cancel", "", "cancel_endpoint",
+              "the same handler; the page calls its stop endpoint (as with useChat's `resume: true`)", runtime="node"),
+    ServePath("node-http+browser", "", "abort_fetch",
+              "the same handler; stopbench's chat page in headless Chromium, whose Stop aborts the fetch",
+              runtime="node"),
 )}
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import anyio
 from sse_starlette import EventSourceResponse
@@ -28,8 +27,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from harness.trial.serve.hosted import HostedRun, describe
-
-PAGE = Path(__file__).parent / "page" / "chat.html"
+from harness.trial.serve.page import PAGE
 
 Reaction = Callable[[HostedRun], Awaitable[None]]
 
