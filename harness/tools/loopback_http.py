@@ -45,7 +45,8 @@ class Answer:
             raise LoopbackHTTPError(f"{self.method} {self.url}: HTTP {self.status_code} {self.text[:300]}")
 
 
-async def _open(method: str, url: str, body: Any, headers: dict[str, str], unless_pressed: StopButton | None = None):
+async def _open(method: str, url: str, body: Any, headers: dict[str, str], unless_pressed: StopButton | None = None,
+                connection: str = "close"):
     parts = urlsplit(url)
     data = b"" if body is _NO_BODY else json.dumps(body).encode()
     target = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -55,7 +56,7 @@ async def _open(method: str, url: str, body: Any, headers: dict[str, str], unles
     except BaseException:  # not sent (the stop button was pressed): nothing was written
         writer.close()
         raise
-    head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+    head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", f"Connection: {connection}",
             *(["Content-Type: application/json", f"Content-Length: {len(data)}"] if body is not _NO_BODY else []),
             *(f"{k}: {v}" for k, v in headers.items() if k.lower() != SENT_HEADER.lower()),
             f"{SENT_HEADER}: {sent}"]  # the send time: the head is written at once
@@ -118,8 +119,11 @@ async def stream_lines(url: str) -> AsyncIterator[str]:
 async def open_stream(url: str, body: Any) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter,
                                                      AsyncIterator[str]]:
     """POST `body` and open the answer as a server-sent event stream: (status, reader, writer, its lines). The
-    caller owns the connection: closing `writer` is a client that goes away."""
-    status, found, reader, writer = await _open("POST", url, body, {"Accept": "text/event-stream"})
+    caller owns the connection: closing `writer` is a client that goes away. It asks to keep the connection
+    alive, as a browser's fetch does (a server may stop reading a connection that is to close once answered, and
+    then not notice the client leaving)."""
+    status, found, reader, writer = await _open("POST", url, body, {"Accept": "text/event-stream"},
+                                                connection="keep-alive")
     return status, reader, writer, body_lines(reader, found)
 
 

@@ -97,7 +97,7 @@ export function serveHttp(adapter, ending, NoResume, readyFd) {
         await mark("served_run_ended", monotonicNs(), end);
         return end;
       });
-      res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", Connection: "close" });
+      res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store" });
       res.write("event: started\r\ndata: {}\r\n\r\n");
       const end = await job;
       if (!signal.aborted) res.end(`event: done\r\ndata: ${JSON.stringify(end)}\r\n\r\n`);
