@@ -11,7 +11,7 @@ import pytest
 
 from harness.results import schema
 from harness.trial.serve.paths import IN_PROCESS
-from tests.known_answer.served import LATE_MS, THREAD_EMAIL_AFTER_S, slow_email_scenarios
+from tests.known_answer.served import LATE_MS, slow_email_scenarios
 from tests.test_trials import FAST
 from tests.test_trials import run as run_trials
 
@@ -79,7 +79,6 @@ def test_a_server_that_cancels_the_run_but_not_its_thread_leaks_the_thread_s_ema
     # observation floor, kept the trial open (the server's audit) and sent its email
     assert counts(row) == (11, 0, 1)
     assert row["effects_new"] == 1 and row["effects_leaked"] == 1
-    assert row["lie_ms"] >= THREAD_EMAIL_AFTER_S * 1000 - 500
     assert row["served_run_ended"] is True
 
 
