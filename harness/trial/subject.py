@@ -24,7 +24,7 @@ from harness.trial.context import trial_context, trial_toolbox
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
-from harness.trial.serve.client import ServedAdapter
+from harness.trial.serve.client import READY_S, ServedAdapter
 from harness.trial.serve.paths import serve_path
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
@@ -128,7 +128,9 @@ class Subject:
             return
         self.ctx = self._context()
         adapter = self.adapter = self._adapter()
-        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start)
+        # a served trial's server is a fresh process that imports its framework (the subject was forked warm)
+        served_s = READY_S if isinstance(adapter, ServedAdapter) else 0.0
+        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start + served_s)
         if err is not None or not in_time:  # the app never got ready: the trial fails in its start step
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
