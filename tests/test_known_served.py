@@ -151,3 +151,11 @@ def test_a_node_handler_stops_the_run_on_the_request_s_abort_signal_and_its_stop
         assert row["client_stop"] == how and row["served_stop_seen_ms"] is not None, row
         assert row["served_run_ended"] is True and row["job_error"] == "CancelledError"
         assert (row["tasks_left"], row["threads_left"], row["orphans"]) == (0, 0, 0)
+
+
+def test_served_rows_are_kept_out_of_the_main_matrix():
+    from harness.results.selection import CELL, in_main_matrix
+
+    assert in_main_matrix({}) and in_main_matrix({"serve_path": IN_PROCESS})
+    assert not in_main_matrix({"serve_path": "starlette-sse"})
+    assert "serve_path" in CELL  # a served trial is a cell of its own, never a repetition of the in-process one
