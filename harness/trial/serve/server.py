@@ -56,6 +56,7 @@ if __name__ == "__main__":
     path = serve_path(plan.spec.serve_path)
     assert path is not None, "the server serves a path"
     adapter_cls = load_adapter(plan.spec.adapter)
+    adapter_cls.prepare()  # its framework imported before the run, as the runner does for forked subjects
     audit.install_egress_counter()
     hosted = HostedRun(plan, adapter_cls, scenario_from_dict(json.loads(sys.argv[2])), int(sys.argv[3]))
     asyncio.run(main(hosted, load_app_factory(path.app), int(sys.argv[4])))
