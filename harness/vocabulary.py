@@ -65,8 +65,12 @@ class Mark(StrEnum):
     #: stop_called is the stop's delivery
     STOP_HANDLED = "stop_handled"
     JOB_ENDED = "job_ended"
+    #: what the framework's own usage accounting says the stopped run used (data.output_tokens; None: it reports
+    #: none), read once the stop phase settled: a number the framework says about itself, set beside the world's
+    USAGE_REPORTED = "usage_reported"
     SAGA = "saga"  # the saga mitigation compensated (data.compensated)
     SAGA_LATE = "saga_late"
+    CENSUS = "census"  # processes of the run alive a fixed time after the stop (data.after_s, data.processes)
     SETTLE = "settle"  # the run went quiet (data: the world's quiet answer)
     SETTLE_SAGA = "settle_saga"
     RESUME_STARTED = "resume_started"  # the resume phase begins

@@ -152,6 +152,7 @@ def test_a_stop_delivered_late_but_handled_at_once_lets_nothing_through(tmp_path
     assert row["status"] == "ok", row["reason"]
     assert (row["tokens_after_stop"], row["llm_requests_after_stop"]) == (0, 0)
     assert row["stop_delivery_ms"] > 0
+    assert (row["usage_reported_tokens"], row["usage_unreported_tokens"]) == (0, 0)  # its usage, told over the wire
     record = find_trial(tmp_path, row["trial_id"])
     handled = [e for e in record["events"] if e.get("name") == Mark.STOP_HANDLED]
     called = [e for e in record["events"] if e.get("name") == Mark.STOP_CALLED]

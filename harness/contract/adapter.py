@@ -5,9 +5,9 @@ nothing more. It never reads the ledger and never special-cases a scenario or an
 framework does after the stop is what stopbench measures, so an adapter states no expected outcome.
 
 What an adapter declares about itself (`name`, `stop_modes`, `resume_primitive`, `tool_styles`, `unsupported`,
-`modes_since`, `environment`, `packages`) is data: a class defined in a framework folder gets it from the folder's
-framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry for a
-variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
+`modes_since`, `environment`, `packages`, `providers`) is data: a class defined in a framework folder gets it from
+the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry
+for a variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
 point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py, `KitAdapter`) owns the
 plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
 
@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from harness import ADAPTERS
 from harness.contract.sources import package_sources
 from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
+from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
 from harness.tools.toolbox import Toolbox
@@ -75,15 +76,19 @@ class TrialContext:
 
     run_id: str
     scenario: Scenario
+    #: the world's API of this trial's `provider`, as that provider's official SDK takes it as its base URL (openai:
+    #: `.../v1`; anthropic and gemini: the run's URL, the SDK adds its API's path): harness/providers.py
     model_base_url: str
     services_base_url: str
-    model_name: str
+    model_name: str  # the provider's model name for the trial (harness/providers.py)
     mode: str  # the stop button this trial presses: some primitives are chosen when the run starts
     tool_style: str  # sync | async | mcp
     toolbox: Toolbox  # the one implementation of the tools (also compensations)
     mcp: McpServer
     workdir: Path
     seed: int = 0
+    #: the model provider this trial talks to: one of the adapter's declared `providers` (harness/providers.py)
+    provider: str = DEFAULT_PROVIDER
     #: pressed by the harness at `stop_called`, released when resume starts; an agent that checks it
     #: before a send (`Toolbox.call(..., unless_pressed=...)`) never sends after the stop (the reference)
     stop_button: StopButton = field(default_factory=StopButton)
@@ -151,9 +156,17 @@ class Adapter(abc.ABC):
     environment: ClassVar[dict[str, str]] = {}
     #: distributions whose versions every row records
     packages: ClassVar[tuple[str, ...]] = ()
+    #: the model providers the adapter has clients for (harness/providers.py), its home one first: a trial of
+    #: another is refused before it runs
+    providers: ClassVar[tuple[str, ...]] = (DEFAULT_PROVIDER,)
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+    #: the agent's own built-in tools (a coding CLI's shell) a scenario's `agent_tools` may script calls to
+    agent_tools: ClassVar[tuple[str, ...]] = ()
+    #: the trial counts the run's processes at fixed moments after the stop (harness/trial/census.py) and observes
+    #: at least until the last: an orchestrator CLI, whose leftovers outlive the process the user started
+    census: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class defined in a framework folder takes its declarations from the folder's framework.toml; the class
@@ -193,6 +206,23 @@ class Adapter(abc.ABC):
 
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
+
+    async def reported_usage(self) -> int | None:
+        """The output tokens the framework's own usage accounting says the stopped run used (its turns up to the
+        stop, the cancelled one included if it counts it), read once the stop phase settled; None when it reports
+        none. Rows set it beside what the world billed: what a user's bill would show against what the
+        framework's usage told them."""
+        return None
+
+    def exit_status(self) -> int | None:
+        """How the job's process ended, where the job is a process the user started (an orchestrator CLI): its exit
+        code, or minus the signal that killed it; None for a job inside the subject or an adapter process."""
+        return None
+
+    def apparatus(self) -> set[int]:
+        """Processes the adapter started for the harness, not for the run (a CLI's network relay): the audits and the
+        census leave them out."""
+        return set()
 
     async def held(self) -> HostHoldings | None:
         """What an adapter process in another language holds, for the audit; None for an adapter in the subject

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.billing import DEFAULT_PROFILE
-from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
+from harness.clock import CENSUS_AFTER_S, SEND_LAG_MS, TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
@@ -268,6 +268,11 @@ def job_error(tr: TrialView) -> str | None:
     return tr.data(Mark.JOB_ENDED).get("error") if Mark.JOB_ENDED in tr.marks else None
 
 
+@metric("exit_status")
+def exit_status(tr: TrialView) -> int | None:
+    return tr.data(Mark.JOB_ENDED).get("exit_status") if Mark.JOB_ENDED in tr.marks else None
+
+
 @metric("close_ok")
 def close_ok(tr: TrialView) -> bool:
     return bool(tr.marks.get(Mark.CLOSED)) and not tr.data(Mark.CLOSED).get("error")
@@ -294,6 +299,20 @@ def tokens_unread_after_stop(tr: TrialView) -> int | None:
 def billing_profile(tr: TrialView) -> str:
     created = tr.of(Event.RUN_CREATED)
     return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
+
+
+@metric("usage_reported_tokens")
+def usage_reported_tokens(tr: TrialView) -> int | None:
+    tokens = tr.data(Mark.USAGE_REPORTED).get("output_tokens")
+    return tokens if isinstance(tokens, int) else None
+
+
+@metric("usage_unreported_tokens")
+def usage_unreported_tokens(tr: TrialView) -> int | None:
+    reported = usage_reported_tokens(tr)
+    if reported is None:
+        return None
+    return sum(e["t"] < tr.end_stop_phase for e in tr.tokens) - reported
 
 
 @metric("llm_requests_after_stop")
@@ -431,6 +450,40 @@ def crash_orphan_rss_bytes(tr: TrialView) -> int | None:
 @metric("crash_orphan_cpu_s")
 def crash_orphan_cpu_s(tr: TrialView) -> float | None:
     return None if tr.host_crashed is None else round(sum(p["cpu_s"] for p in tr.host_crashed["survivors"]), 4)
+
+
+def _census(tr: TrialView, after_s: float) -> list[dict[str, Any]] | None:
+    """The processes a census counted `after_s` after the stop (harness/trial/census.py); None without one."""
+    counts = [e for e in tr.events if e["event"] == Event.MARK and e.get("name") == Mark.CENSUS
+              and (e.get("data") or {}).get("after_s") == after_s]
+    return counts[0]["data"]["processes"] if counts else None
+
+
+@metric("survivors_5s")
+def survivors_5s(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[0])
+    return None if found is None else len(found)
+
+
+@metric("survivors_30s")
+def survivors_30s(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[-1])
+    return None if found is None else len(found)
+
+
+@metric("survivors_30s_rss_bytes")
+def survivors_30s_rss_bytes(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[-1])
+    return None if found is None else sum(p["rss"] for p in found)
+
+
+@metric("survivors_30s_cpu_s")
+def survivors_30s_cpu_s(tr: TrialView) -> float | None:
+    last, first = _census(tr, CENSUS_AFTER_S[-1]), _census(tr, CENSUS_AFTER_S[0])
+    if last is None:
+        return None
+    before = {p["pid"]: p["cpu_s"] for p in first or []}
+    return round(sum(p["cpu_s"] - before.get(p["pid"], 0.0) for p in last), 4)
 
 
 @metric("reaped")

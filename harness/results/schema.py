@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.providers import DEFAULT_PROVIDER
 from harness.vocabulary import IN_PROCESS
 
 #: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
@@ -133,8 +134,8 @@ def _fields() -> Iterable[Field]:
         return Field(name, typ, meaning, "provenance", "runner", **kw)
 
     yield runner("schema_version", int, "the row layout's version; a reader refuses rows of another", required=True)
-    yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation, repetition: what a "
-                 "rerun skips", required=True)
+    yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation (host, provider, "
+                 "billing profile when not the default), repetition: what a rerun skips", required=True)
     yield runner("adapter_digest", str, "digest of the adapter's folder (its Python files, framework.toml, "
                  "constraints.txt): with `versions`, the code the row was measured on; a bench reruns a trial whose "
                  "row has another (harness/trial/staleness.py; rows written before it existed have none: stale)")
@@ -164,6 +165,9 @@ def _fields() -> Iterable[Field]:
                  default=lambda row: IN_PROCESS)
     yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
                  "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)
+    yield runner("provider", str, "the model provider the trial talked to, through the framework's own client for "
+                 "it (harness/providers.py): `openai`, `anthropic` or `gemini`; rows written before it existed: "
+                 "`openai`", default=lambda row: DEFAULT_PROVIDER)
     yield runner("rep", int, "repetition number")
     yield runner("seed", int, "the run's seed")
     yield runner("versions", dict, "the framework's packages and their versions")
@@ -232,6 +236,9 @@ def _fields() -> Iterable[Field]:
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
+    yield measured("exit_status", int, "stop", "orchestrator trials: how the process the user started ended, its exit "
+                   "code or minus the signal that killed it (130 after Ctrl-C, -9 after SIGKILL); null otherwise",
+                   default=lambda row: None, nullable=True)
     yield measured("close_ok", bool, "stop", "`close()` returned without an error", better="higher")
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
@@ -245,6 +252,12 @@ def _fields() -> Iterable[Field]:
     yield measured("billing_profile", str, "model", "what the provider bills after a streamed answer's client left "
                    "(harness/billing.py): `stops_at_disconnect`, `runs_to_completion` or `runs_on_ms:N`; rows written "
                    "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
+    yield measured("usage_reported_tokens", int, "model", "what the framework's own usage accounting said the stopped "
+                   "run used, in output tokens, once the stop phase settled (`Adapter.reported_usage`): a number the "
+                   "framework says about itself, never a measurement; null when it reports none", **n)
+    yield measured("usage_unreported_tokens", int, "model", "output tokens the world generated for the stopped run "
+                   "(before resume, unread ones included) less what the framework's usage said: what its usage "
+                   "leaves off the bill; null when it reports none", better="lower", **n)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "
@@ -296,6 +309,17 @@ def _fields() -> Iterable[Field]:
     yield measured("crash_orphan_rss_bytes", int, "alive", "their resident memory at the window's end", unit="bytes",
                    default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
+                   default=lambda row: None, **n, better="lower")
+    yield measured("survivors_5s", int, "alive", "census trials (an orchestrator CLI): processes of the run alive "
+                   "5 s after the stop (the CLI itself, its native binary, MCP servers, shell children); null "
+                   "without a census (harness/trial/census.py)", label="alive 5 s", default=lambda row: None,
+                   **n, better="lower")
+    yield measured("survivors_30s", int, "alive", "census trials: processes of the run alive 30 s after the stop",
+                   label="alive 30 s", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_rss_bytes", int, "alive", "census trials: the resident memory of those alive 30 s "
+                   "after the stop", unit="bytes", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_cpu_s", float, "alive", "census trials: CPU seconds those alive 30 s after the "
+                   "stop burned since the 5 s count (their whole use, for one not seen then)", unit="s",
                    default=lambda row: None, **n, better="lower")
     yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "

@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.contract.adapter import McpServer, TrialContext
 from harness.owner import OWNER_ENV, run_marker
+from harness.providers import PROVIDERS
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.mcp_launch import server_command
@@ -33,8 +34,9 @@ def trial_context(plan: SubjectPlan, scenario: Scenario, toolbox: Toolbox, owner
     mcp = McpServer(command=command, args=tuple(args), env={OWNER_ENV: run_marker(run.run_id, owner_pid)})
     return TrialContext(
         run_id=run.run_id, scenario=scenario, model_base_url=run.model_base_url,
-        services_base_url=run.services_base_url, model_name=plan.model_name, mode=spec.mode,
-        tool_style=spec.tool_style, toolbox=toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
+        services_base_url=run.services_base_url, model_name=PROVIDERS[spec.provider].model_name,
+        mode=spec.mode, tool_style=spec.tool_style, toolbox=toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
+        provider=spec.provider,
         stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
         stop_handled=stop_handled,
     )

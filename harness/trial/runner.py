@@ -21,9 +21,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+from harness.billing import BillingError, parse_billing
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
+from harness.providers import DEFAULT_PROVIDER, PROVIDERS
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
@@ -50,6 +52,10 @@ class RunOptions:
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
     serve_paths: list[str] = field(default_factory=lambda: [IN_PROCESS])  # harness/trial/serve/paths.py
+    providers: list[str] = field(default_factory=lambda: [DEFAULT_PROVIDER])  # harness/providers.py
+    #: the billing profile every trial's run plays in place of its scenario's (harness/billing.py); None: the
+    #: scenario's
+    billing: str | None = None
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int | None = 1  # None: auto (harness.trial.concurrency)
@@ -88,6 +94,14 @@ class RunOptions:
                 serve_path(path)
             except ServePathError as e:
                 raise AdapterError(str(e)) from e
+        for name in self.providers:
+            if name not in PROVIDERS:
+                raise AdapterError(f"provider: {name!r} is none of {', '.join(PROVIDERS)}")
+        if self.billing is not None:
+            try:
+                self.billing = parse_billing(self.billing, "billing").name  # one spelling in trial ids
+            except BillingError as e:
+                raise AdapterError(str(e)) from e
         if self.reps_rule not in REPS_RULES:
             raise AdapterError(f"reps rule: {self.reps_rule!r} is none of {', '.join(REPS_RULES)}")
 
@@ -100,10 +114,15 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
             raise AdapterError(f"adapter {opts.adapter!r} has no stop mode {m!r} "
                                f"(it has: {', '.join(adapter_cls.stop_modes)})")
     names = opts.scenarios or sorted(s for s in scenarios  # scenarios of the user's own tools: only when asked
-                                     if adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     if (adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     and set(scenarios[s].agent_tools) <= set(adapter_cls.agent_tools))
     for s in names:
         if s not in scenarios:
             raise AdapterError(f"unknown scenario {s!r} (known: {', '.join(sorted(scenarios))})")
+        missing = set(scenarios[s].agent_tools) - set(adapter_cls.agent_tools)
+        if missing:
+            raise AdapterError(f"scenario {s!r} scripts calls to an agent's built-in tools "
+                               f"({', '.join(sorted(missing))}); adapter {opts.adapter!r} has none of those")
         if scenarios[s].tools and not adapter_cls.runs_declared_tools:
             raise AdapterError(f"scenario {s!r} scripts calls to its own tools ({', '.join(scenarios[s].tools)}); "
                                f"adapter {opts.adapter!r} brings the harness's tools, not those")
@@ -112,15 +131,20 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if st not in adapter_cls.tool_styles:
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
+    for name in opts.providers:
+        if name not in adapter_cls.providers:
+            raise AdapterError(f"adapter {opts.adapter!r} has no client for provider {name!r} (it declares: "
+                               f"{', '.join(adapter_cls.providers)}; `providers` in its framework.toml)")
     specs = []
-    for scenario_name, mode, style, mit, host, served, rep in itertools.product(
-            names, modes, styles, opts.mitigations, opts.hosts, opts.serve_paths, range(opts.reps)):
+    for scenario_name, mode, style, mit, host, provider, served, rep in itertools.product(
+            names, modes, styles, opts.mitigations, opts.hosts, opts.providers, opts.serve_paths, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors not in ("all", offset.kind):
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
-                                   mcp_launch=launch, host=host, serve_path=served))
+                                   mcp_launch=launch, host=host, provider=provider, billing=opts.billing or "",
+                                   serve_path=served))
     return take_shard(specs, opts.shard)
 
 
@@ -332,7 +356,8 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
         "offset_kind": spec.offset.kind, "tool_style": spec.tool_style,
         "mcp_launch": spec.mcp_launch,
-        "mitigation": spec.mitigation.name, "host": spec.host, "serve_path": spec.serve_path,
+        "mitigation": spec.mitigation.name, "host": spec.host, "provider": spec.provider,
+        "serve_path": spec.serve_path,
         "client_stop": path.client_stop if (path := serve_path(spec.serve_path)) else None,
         "rep": spec.rep, "seed": spec.seed, "versions": {**versions, **(serving_versions() if path else {})},
         "finished_at": now_iso(), **env, **measured,

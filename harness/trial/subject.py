@@ -19,7 +19,7 @@ from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
 from harness.scenario import Scenario
 from harness.tools.loopback_http import LoopbackClient
-from harness.trial import activity, audit, host, priority
+from harness.trial import activity, audit, census, host, priority
 from harness.trial.context import trial_context, trial_toolbox
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
@@ -32,6 +32,8 @@ from harness.vocabulary import AuditPhase, Mark
 
 #: how long the settle step waits before it looks again at a quiet run that still has work scheduled
 WORK_POLL_S = 0.02
+#: how long the framework's usage accounting may take to answer for the stopped run
+USAGE_S = 5.0
 
 
 class Subject:
@@ -140,6 +142,8 @@ class Subject:
         served = {"serve_path": spec.serve_path} if isinstance(adapter, ServedAdapter) else {}
         await self.mark(Mark.RUN_STARTED, t=run_started, **served)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
+        for pid in adapter.apparatus():  # the harness's own, not the run's: no audit counts them
+            audit.harness_own(pid)
         if err is not None or not in_time:
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
@@ -171,6 +175,7 @@ class Subject:
         # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
         self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
+        counting = self.own(census.census(t_called, self._post_census)) if self.adapter_cls.census else None
         called = {**(control.anchor if control else {}),
                   **({"hold_until_handled": True} if adapter.notifies_stop_handled else {})}
         called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, called))
@@ -198,9 +203,12 @@ class Subject:
         # --- settle, audit, resume --------------------------------------------------------------
         await self._saga(Mark.SAGA)
         await self._settle(Mark.SETTLE, since_ns=t_called)
+        if counting is not None:  # its last count fell inside the observation (census_floor_ms): done by now
+            await counting
         if await self._saga(Mark.SAGA_LATE):
             await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
+        await self._reported_usage(adapter)
         if spec.host == "crash":  # the app dies here without cleanup: no resume, no close()
             await self.enter(Mark.HOST_CRASH, self.deadlines.close)
             await asyncio.sleep(self.deadlines.close)  # the parent SIGKILLs this process meanwhile
@@ -234,12 +242,33 @@ class Subject:
         await self._settle(Mark.SETTLE_RESUME, since_ns=t_returned)
         await self.audit(AuditPhase.AFTER_RESUME)
 
+    async def _reported_usage(self, adapter: Adapter) -> None:
+        """Ask the framework's usage for the stopped run (bounded: a framework that cannot say is None)."""
+        try:
+            tokens = await asyncio.wait_for(adapter.reported_usage(), USAGE_S)
+        except (Exception, TimeoutError) as e:
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=_describe(e))
+            return
+        if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=f"not a token count: {tokens!r}")
+            return
+        await self.mark(Mark.USAGE_REPORTED, output_tokens=tokens)
+
     async def _close(self, adapter: Adapter | ServedAdapter) -> None:
         in_time, err = await self.bounded("close", adapter.close(), self.deadlines.close)
         if in_time:
             await self.mark(Mark.CLOSED, error=_describe(err) if err else None)
         await _children_settle(self.deadlines.grace / 3)
         await self.audit(AuditPhase.AFTER_CLOSE)
+
+    async def _post_census(self, after_s: float, t: int, processes: list[dict[str, Any]]) -> None:
+        await self.mark(Mark.CENSUS, t=t, after_s=after_s, processes=processes)
+
+    def _observe_ms(self, step: str) -> float:
+        """The observation floor of a settle step: the plan's, and after the stop at least the census's."""
+        if step == Mark.SETTLE and self.adapter_cls.census:
+            return max(self.plan.observe_ms, census.census_floor_ms())
+        return self.plan.observe_ms
 
     async def _saga(self, step: str) -> int:
         """The saga mitigation's hook: compensate what committed after the stop and is not yet undone."""
@@ -260,7 +289,7 @@ class Subject:
         at least the observation floor after `since_ns` (the stop, or resume returning). Still not over at the
         deadline = a runaway: the mark says `quiet: false`, what was still scheduled, and the deadline, where
         the row's counts are cut (harness/results/metrics.py)."""
-        floor_ms = max(0.0, (since_ns + self.plan.observe_ms * 1e6 - time.monotonic_ns()) / 1e6)
+        floor_ms = max(0.0, (since_ns + self._observe_ms(step) * 1e6 - time.monotonic_ns()) / 1e6)
         seconds = self.deadlines.settle + floor_ms / 1000
         await self.enter(step, seconds + WORK_POLL_S)
         deadline_at = time.monotonic_ns() + int(seconds * 1e9)
@@ -297,7 +326,9 @@ class Subject:
             error = "CancelledError"
         elif job.exception() is not None:
             error = _describe(job.exception())
-        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error)
+        status = self.adapter.exit_status() if self.adapter is not None else None
+        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error,
+                        **({"exit_status": status} if status is not None else {}))
         return error
 
     def _adapter(self) -> Adapter | ServedAdapter:

@@ -357,7 +357,20 @@ def _responses_usage(prompt: int, completion: int) -> dict[str, Any]:
             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
 
 
-def _output_items(run: Run, req: int, answer: Answer) -> list[dict[str, Any]]:
+def tool_namespaces(body: dict[str, Any]) -> dict[str, str]:
+    """Tool name -> the namespace a Responses request offers it in (`{"type": "namespace", "name": "mcp__world",
+    "tools": [...]}`, as Codex CLI offers MCP tools): a call of such a tool names its namespace, or the client does
+    not know where to send it."""
+    found: dict[str, str] = {}
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            for inner in tool.get("tools") or []:
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    found.setdefault(inner["name"], tool["name"])
+    return found
+
+
+def _output_items(run: Run, req: int, answer: Answer, namespaces: dict[str, str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if answer.text:
         items.append({"type": "message", "id": f"msg_{run.run_id}_{req}", "role": "assistant",
@@ -366,7 +379,8 @@ def _output_items(run: Run, req: int, answer: Answer) -> list[dict[str, Any]]:
                                    "logprobs": []}]})
     for j, (call_id, name, args) in enumerate(answer.calls):
         items.append({"type": "function_call", "id": f"fc_{run.run_id}_{req}_{j}", "call_id": call_id,
-                      "name": name, "arguments": args, "status": "completed"})
+                      "name": name, "arguments": args, "status": "completed",
+                      **({"namespace": namespaces[name]} if name in namespaces else {})})
     return items
 
 
@@ -417,7 +431,7 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
     run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
     asked = tuple(c for c, _, _ in answer.calls)
     ptoks = prompt_tokens(raw)
-    items = _output_items(run, req, answer)
+    items = _output_items(run, req, answer, tool_namespaces(body))
     run.request_opened()
     try:
         if not stream:

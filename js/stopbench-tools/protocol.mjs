@@ -106,6 +106,8 @@ export function serve(adapter) {
     resume: (params) => adapter.resume(params.next_input).then(() => ({})),
     close: () => adapter.close().then(() => ({})),
     versions: async () => ({ packages: adapter.versions() }),
+    // what the framework's own usage says the stopped run used (output tokens), or null: it reports none
+    usage: async () => ({ output_tokens: (await adapter.reportedUsage?.()) ?? null }),
     audit: async () => ({ held: held(), egress: egress() }),
   };
   const inFlight = new Set();

@@ -174,6 +174,17 @@ class ServedAdapter:
         if not answer["resumed"]:
             raise NoResume(answer["reason"])
 
+    async def reported_usage(self) -> int | None:
+        """Not asked of a served run (the framework's usage is in the server)."""
+        return None
+
+    def exit_status(self) -> int | None:
+        return None
+
+    def apparatus(self) -> set[int]:
+        """The browser is the user's (harness/trial/serve/browser.py leaves it out of the audit itself)."""
+        return set()
+
     async def held(self) -> HostHoldings | None:
         if self.proc is None or self.proc.poll() is not None:
             return None
