@@ -59,7 +59,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
         observe_ms=args.observe_ms, anchors=args.anchors or "all", mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"], reps_rule=args.reps_rule, providers=args.provider or [],
+        hosts=args.host or ["close"], serve_paths=args.serve or ["in-process"], reps_rule=args.reps_rule,
+        providers=args.provider or [],
         billing=args.billing,
     )
     opts.also = [_also(opts, text) for text in args.also or []]
@@ -93,6 +94,11 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                    help="what the app hosting the agent does after the stop (repeatable; default: close): "
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
+    p.add_argument("--serve", action="append", metavar="PATH",
+                   help="serve the run and stop it from a client (repeatable; default: in-process, no server): "
+                        "starlette-sse (the client disconnects), starlette-sse+cancel (the page calls the cancel "
+                        "endpoint), starlette-sse+browser (the chat page's Stop in headless Chromium aborts the "
+                        "fetch); harness/trial/serve/paths.py")
     p.add_argument("--provider", action="append", choices=list(PROVIDERS),
                    help="the model provider the adapter's client talks to (repeatable; default: the adapter's home "
                         "provider, the first it declares); the adapter must declare it (`providers` in its "
@@ -122,6 +128,7 @@ def _also(base, text: str):
     return dataclasses.replace(base, modes=a.mode or [], scenarios=a.scenario or [], offsets=a.offset or [],
                                tool_styles=a.tools or [], mitigations=a.mitigation or ["none"], reps=a.reps,
                                mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"],
+                               serve_paths=a.serve or base.serve_paths,
                                providers=a.provider or base.providers, billing=a.billing or base.billing,
                                anchors=a.anchors or base.anchors, also=[])
 

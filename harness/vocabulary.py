@@ -47,6 +47,11 @@ ACTIVITY_EVENTS = frozenset({
 })
 
 
+#: the serving path of a trial with no server: the harness presses the framework's button in its own process
+#: (harness/trial/serve/paths.py has the others; rows written without `serve_path` read as this)
+IN_PROCESS = "in-process"
+
+
 class Mark(StrEnum):
     """The trial's marks, in the order a trial stamps them."""
 
@@ -79,6 +84,11 @@ class Mark(StrEnum):
     ERROR = "error"  # the adapter or framework raised (data.step, data.error)
     WATCHDOG_KILLED = "watchdog_killed"
     REAPED = "reaped"  # what the harness had to kill (data.processes)
+    #: a served trial (harness/trial/serve/): the server saw the client's stop (data.how: disconnect or cancel) and
+    #: pressed the framework's button; a server that never reacts never posts it
+    SERVED_STOP_SEEN = "served_stop_seen"
+    SERVED_STOP_RETURNED = "served_stop_returned"  # the framework's button returned, in the server
+    SERVED_RUN_ENDED = "served_run_ended"  # the hosted run's job ended, in the server (data.ended, data.error)
 
 
 class AuditPhase(StrEnum):

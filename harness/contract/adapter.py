@@ -127,6 +127,9 @@ class HostHoldings:
     egress: list[str] = field(default_factory=list)
     #: False once the process was closed: only its egress is still told
     connected: bool = True
+    #: a served trial's server (harness/trial/serve/hosted.py `audit`): what it holds in the audit's own terms
+    #: (`left`: threads, tasks, sockets, egress) and its scheduled work (`work`), where `held` is empty
+    served: dict[str, Any] | None = None
 
 
 def stop_method_name(mode: str) -> str:

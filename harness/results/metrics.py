@@ -74,6 +74,8 @@ class TrialView:
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
+        #: a served trial: the run was hosted by a server and stopped by its client (harness/trial/serve/)
+        self.served = self.data(Mark.RUN_STARTED).get("serve_path") is not None
         self.cut = runaway_cut(events)  # a runaway's counts end at its observation's deadline
         self.end_stop_phase = min(self.resume_started if self.resume_started is not None else float("inf"),
                                   self.cut)
@@ -216,6 +218,31 @@ def stop_delivery_ms(tr: TrialView) -> float | None:
     stop's way across the process boundary, the harness's and the machine's time, not the framework's. None for
     an adapter in the subject's own process."""
     return _ms(tr.pressed, tr.handled) if tr.handled is not None else None
+
+
+def _served_end(tr: TrialView) -> int | None:
+    """When the served run's job ended in the server, if it did within the stop's phase (before resume, the cut and
+    the audit after the stop: the server's shutdown at close ends whatever is left, and that is no reaction)."""
+    ended = tr.t(Mark.SERVED_RUN_ENDED)
+    after_stop = (tr.audits.get(AuditPhase.AFTER_STOP) or {}).get("t", float("inf"))
+    return ended if ended is not None and ended <= min(tr.end_stop_phase, after_stop) else None
+
+
+@metric("served_stop_seen_ms")
+def served_stop_seen_ms(tr: TrialView) -> float | None:
+    """From the client's stop to the server's reaction (harness/trial/serve/hosted.py); None if it never reacted."""
+    return _ms(tr.pressed, tr.t(Mark.SERVED_STOP_SEEN)) if tr.served and tr.pressed is not None else None
+
+
+@metric("served_run_ended")
+def served_run_ended(tr: TrialView) -> bool | None:
+    """Whether the served run's job ended in the stop's phase; None in-process or when no stop was pressed."""
+    return _served_end(tr) is not None if tr.served and tr.pressed is not None else None
+
+
+@metric("served_run_ended_ms")
+def served_run_ended_ms(tr: TrialView) -> float | None:
+    return _ms(tr.pressed, _served_end(tr)) if tr.served else None
 
 
 @metric("lie_ms")

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.frameworks import adapter_name
 from harness.providers import DEFAULT_PROVIDER
+from harness.vocabulary import IN_PROCESS
 
 #: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
 SCHEMA_VERSION = 1
@@ -158,6 +159,13 @@ def _fields() -> Iterable[Field]:
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
+    yield runner("serve_path", str, "how the run was served and stopped (harness/trial/serve/paths.py): "
+                 "`in-process` (no server: the harness pressed the framework's button in its own process; rows "
+                 "written before it existed) or a server the trial started, stopped by its client "
+                 "(`starlette-sse`...)",
+                 default=lambda row: IN_PROCESS)
+    yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
+                 "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)
     yield runner("provider", str, "the model provider the trial talked to, through the framework's own client for "
                  "it (harness/providers.py): `openai`, `anthropic` or `gemini`; rows written before it existed: "
                  "`openai`", default=lambda row: DEFAULT_PROVIDER)
@@ -216,6 +224,15 @@ def _fields() -> Iterable[Field]:
                    "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
                    "null for an adapter in the subject's process and for rows written before it existed",
                    digits=1, default=lambda row: None, **ms)
+    yield measured("served_stop_seen_ms", float, "stop", "a served trial: from the client's stop to the moment the "
+                   "server reacted to it (the disconnect or the cancel seen, the framework's button pressed); null "
+                   "when the server never reacted, and in-process", digits=1, default=lambda row: None, **ms)
+    yield measured("served_run_ended", bool, "stop", "a served trial: the run's job in the server ended before the "
+                   "row was cut (completed, cancelled or failed); false for a run the server left going; null "
+                   "in-process", default=lambda row: None, nullable=True, better="higher")
+    yield measured("served_run_ended_ms", float, "stop", "a served trial: from the client's stop to the end of the "
+                   "run's job in the server; null when it never ended, and in-process", digits=1,
+                   default=lambda row: None, **ms, better="lower")
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",

@@ -15,18 +15,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
+from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
-from harness.providers import PROVIDERS
 from harness.scenario import Scenario
-from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
-from harness.tools.mcp_launch import server_command
-from harness.tools.toolbox import Toolbox
 from harness.trial import activity, audit, census, host, priority
+from harness.trial.context import trial_context, trial_toolbox
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
+from harness.trial.serve.client import READY_S, ServedAdapter
+from harness.trial.serve.paths import serve_path
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
 from harness.vocabulary import AuditPhase, Mark
@@ -48,14 +47,11 @@ class Subject:
         self.own_tasks: set[asyncio.Task] = set()
         self.baseline: dict[str, Any] = {}
         self.t_called: int | None = None
-        run, mitigation = plan.run, plan.spec.mitigation
-        self.saga_log = mitigation.saga_log(run.workdir)
-        self.toolbox = Toolbox(run.services_base_url, key_policy=mitigation.key_policy(run.run_id, run.workdir),
-                               on_attempt=self.saga_log.attempt if self.saga_log else None)
+        self.saga_log, self.toolbox = trial_toolbox(plan)
         self.http: LoopbackClient
         self.marks: MarkBuffer
         self.saga: Saga | None = None
-        self.adapter: Adapter | None = None  # once made: the audits ask it what its own process holds, if any
+        self.adapter: Adapter | ServedAdapter | None = None  # once made: the audits ask what its process holds
 
     # --- plumbing --------------------------------------------------------------------------------
 
@@ -133,15 +129,18 @@ class Subject:
             await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
         self.ctx = self._context()
-        adapter = self.adapter = self.adapter_cls(self.ctx)
-        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start)
+        adapter = self.adapter = self._adapter()
+        # a served trial's server is a fresh process that imports its framework (the subject was forked warm)
+        served_s = READY_S if isinstance(adapter, ServedAdapter) else 0.0
+        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start + served_s)
         if err is not None or not in_time:  # the app never got ready: the trial fails in its start step
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
             await self._close(adapter)
             return
         run_started = time.monotonic_ns()
-        await self.mark(Mark.RUN_STARTED, t=run_started)
+        served = {"serve_path": spec.serve_path} if isinstance(adapter, ServedAdapter) else {}
+        await self.mark(Mark.RUN_STARTED, t=run_started, **served)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
         for pid in adapter.apparatus():  # the harness's own, not the run's: no audit counts them
             audit.harness_own(pid)
@@ -226,7 +225,7 @@ class Subject:
         self.watchdog.done()
         _wait_for_parent()
 
-    async def _resume(self, adapter: Adapter) -> None:
+    async def _resume(self, adapter: Adapter | ServedAdapter) -> None:
         if not self.adapter_cls.has_resume():
             await self.mark(Mark.RESUME_ABSENT)
             return
@@ -255,7 +254,7 @@ class Subject:
             return
         await self.mark(Mark.USAGE_REPORTED, output_tokens=tokens)
 
-    async def _close(self, adapter: Adapter) -> None:
+    async def _close(self, adapter: Adapter | ServedAdapter) -> None:
         in_time, err = await self.bounded("close", adapter.close(), self.deadlines.close)
         if in_time:
             await self.mark(Mark.CLOSED, error=_describe(err) if err else None)
@@ -332,19 +331,15 @@ class Subject:
                         **({"exit_status": status} if status is not None else {}))
         return error
 
+    def _adapter(self) -> Adapter | ServedAdapter:
+        """The adapter in this process, or (a served trial) the client of a server that hosts it."""
+        path = serve_path(self.spec.serve_path)
+        if path is None:
+            return self.adapter_cls(self.ctx)
+        return ServedAdapter(self.ctx, self.plan, self.scenario, path, self.adapter_cls, self.own)
+
     def _context(self) -> TrialContext:
-        spec, run = self.spec, self.plan.run
-        command, args = server_command(spec.mcp_launch, ["--run-url", run.services_base_url,
-                                                        *spec.mitigation.mcp_server_args(run.workdir, run.run_id)])
-        mcp = McpServer(command=command, args=tuple(args), env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
-        return TrialContext(
-            run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
-            services_base_url=run.services_base_url, model_name=PROVIDERS[spec.provider].model_name,
-            mode=spec.mode, tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir,
-            seed=spec.seed, provider=spec.provider,
-            stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
-            stop_handled=self._stop_handled,
-        )
+        return trial_context(self.plan, self.scenario, self.toolbox, os.getppid(), self._stop_handled)
 
     def _stop_handled(self, t: int) -> None:
         """An adapter process handled the stop at `t`: the world hears it at once (it holds the anchor until then)."""

@@ -30,6 +30,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { egress, held } from "./audit.mjs";
 import { monotonicNs } from "./http.mjs";
+import { serveHttp } from "./http_host.mjs";
 
 export const PROTOCOL_VERSION = 1;
 export const NO_RESUME = -32001;
@@ -145,6 +146,10 @@ function pressedBySignal(adapter, modes, mode) {
 export function serve(adapter) {
   const { declared_in: _, ...declared } = declaration();
   checkStops(adapter, declaration());
+  if (process.env.STOPBENCH_SERVE_HTTP) { // a served trial: a Node HTTP handler hosts the run (http_host.mjs)
+    serveHttp(adapter, ending, NoResume, Number(process.env.STOPBENCH_SERVE_HTTP), press);
+    return;
+  }
   send({ method: "capabilities", params: { protocol: PROTOCOL_VERSION, notifies_stop_handled: true,
                                            asks_stop_button: adapter.asksStopButton === true, ...declared } });
   const methods = {
