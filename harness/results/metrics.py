@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from harness.billing import DEFAULT_PROFILE
 from harness.clock import CENSUS_AFTER_S, SEND_LAG_MS, TRIGGER_TOLERANCE_MS
+from harness.model_rule import RULE_BEFORE
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
@@ -286,6 +287,17 @@ def usage_unreported_tokens(tr: TrialView) -> int | None:
     if reported is None:
         return None
     return sum(e["t"] < tr.end_stop_phase for e in tr.tokens) - reported
+
+
+@metric("model_rule")
+def model_rule(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("model_rule") or RULE_BEFORE.name) if created else RULE_BEFORE.name
+
+
+@metric("model_retries")
+def model_retries(tr: TrialView) -> int:
+    return len(tr.of(Event.TOOL_RETRY_ASKED))
 
 
 @metric("llm_requests_after_stop")
