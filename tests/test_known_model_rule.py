@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -65,6 +67,10 @@ def test_a_bad_model_rule_names_the_file_and_the_field(tmp_path):
     with pytest.raises(ScenarioError, match=r"q3_report\.yaml\.model_rule: 'always_retry' is not a model rule "
                                             r"\(known: retry_interrupted_tools, count_results\)"):
         load_scenarios(folder)
+    r = subprocess.run([sys.executable, "-m", "harness.cli", "list", "--scenarios", str(folder)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 2 and f"{folder / 'q3_report.yaml'}.model_rule: 'always_retry' is not a model rule" \
+        in r.stderr
     with pytest.raises(ScenarioError, match=r"<inline>\.model_rule: 3 is not a model rule"):
         scenario_from_dict({**yaml.safe_load((folder / "q3_report.yaml").read_text()), "model_rule": 3})
 
