@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from harness.billing import DEFAULT_PROFILE, BillingError, BillingProfile, parse_billing
+from harness.model_rule import DEFAULT_RULE, ModelRule, ModelRuleError, parse_model_rule
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_KIND, TOOL_NAMES, TOOL_PARAMETERS
 
 # bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
@@ -196,6 +197,8 @@ class Scenario:
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
     #: what the provider bills after a streamed answer's client left (harness/billing.py); a run may override it
     billing: BillingProfile = DEFAULT_PROFILE
+    #: how the scripted model reads a tool result that reports an interruption or an error (harness/model_rule.py)
+    model_rule: ModelRule = DEFAULT_RULE
     prompt: str = ""
     tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
     #: the agent's own built-in tools the turns may call (a coding CLI's shell: `exec_command`), name -> parameters;
@@ -247,7 +250,8 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms", "tools", "agent_tools", "variant_of", "billing"}
+             "commit_on_disconnect", "observe_ms", "tools", "agent_tools", "variant_of", "billing",
+             "model_rule"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -332,6 +336,10 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         billing = parse_billing(data.get("billing", DEFAULT_PROFILE.name), f"{source}.billing")
     except BillingError as e:
         raise ScenarioError(str(e)) from e
+    try:
+        model_rule = parse_model_rule(data.get("model_rule", DEFAULT_RULE.name), f"{source}.model_rule")
+    except ModelRuleError as e:
+        raise ScenarioError(str(e)) from e
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
@@ -345,6 +353,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         variant_of=variant_of,
         observe_ms=float(observe),
         billing=billing,
+        model_rule=model_rule,
         tools=declared,
         agent_tools=agent_tools,
         source=source,

@@ -35,6 +35,9 @@ class Event(StrEnum):
     COMPENSATION = "compensation"
     READ = "read"
     PROCESS_REGISTERED = "process_registered"  # a process of an MCP launch said who it is (data.role)
+    #: the model asked for a call again because its result read as interrupted or as an error (the scenario's
+    #: model rule, harness/model_rule.py; data: req, call_id, retry_id, tool, result, rule)
+    TOOL_RETRY_ASKED = "tool_retry_asked"
     ANCHOR_FIRED = "anchor_fired"
     ANCHOR_RELEASED = "anchor_released"
 

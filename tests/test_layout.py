@@ -31,11 +31,13 @@ ALLOWED = {
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
     "npm_install": {"frameworks"},  # standard library only: noxfile.py installs JS adapters with it
     "billing": set(),  # standard library only: the providers' billing profiles, data with their sources
+    "model_rule": set(),  # standard library only: how the world's model reads tool results, data with its source
     "tools": {"vocabulary", "clock", "stop_button"},
-    "scenario": {"tools", "billing"},
-    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing"},
+    "scenario": {"tools", "billing", "model_rule"},
+    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing", "model_rule"},
     "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks", "providers"},
-    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing", "providers"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing", "providers",
+                "model_rule"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button", "billing",
               "providers"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from harness.billing import DEFAULT_PROFILE
 from harness.clock import CENSUS_AFTER_S, SEND_LAG_MS, TRIGGER_TOLERANCE_MS
+from harness.model_rule import RULE_BEFORE
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
@@ -162,7 +163,14 @@ class TrialView:
         return Mark.RESUME_RETURNED in self.marks and (self.resume_started or 0) < self.cut
 
     def turn_of(self, req: int) -> int:
-        return next((e["turn"] for e in self.requests if e["req"] == req), -1)
+        """The scripted turn a request was answered with; -1 for none (unknown, or calls the model asked again)."""
+        return next((answered_turn(e) for e in self.requests if e["req"] == req), -1)
+
+
+def answered_turn(request: dict[str, Any]) -> int:
+    """The scripted turn an llm_request was answered with: a request answered with calls the model asked again
+    (`asked_again`: their results read as failed) answered none, whatever turn the script was at."""
+    return -1 if request.get("asked_again") else request["turn"]
 
 
 @functools.cache
@@ -313,6 +321,17 @@ def usage_unreported_tokens(tr: TrialView) -> int | None:
     if reported is None:
         return None
     return sum(e["t"] < tr.end_stop_phase for e in tr.tokens) - reported
+
+
+@metric("model_rule")
+def model_rule(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("model_rule") or RULE_BEFORE.name) if created else RULE_BEFORE.name
+
+
+@metric("model_retries")
+def model_retries(tr: TrialView) -> int:
+    return len(tr.of(Event.TOOL_RETRY_ASKED))
 
 
 @metric("llm_requests_after_stop")
@@ -534,8 +553,8 @@ def resume_llm_replays(tr: TrialView) -> int | None:
     t_resume = tr.resume_started
     done_before = {e["req"] for e in tr.of(Event.RESPONSE_DONE) if e.get("complete")
                    and (t_resume is None or e["t"] < t_resume)}
-    turns_done = {e["turn"] for e in tr.requests if e["req"] in done_before}
-    return sum(1 for e in tr.requests if tr.in_resume(e) and e["turn"] in turns_done)
+    turns_done = {answered_turn(e) for e in tr.requests if e["req"] in done_before} - {-1}
+    return sum(1 for e in tr.requests if tr.in_resume(e) and answered_turn(e) in turns_done)
 
 
 @metric("resume_tokens")

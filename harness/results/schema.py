@@ -259,6 +259,13 @@ def _fields() -> Iterable[Field]:
     yield measured("usage_unreported_tokens", int, "model", "output tokens the world generated for the stopped run "
                    "(before resume, unread ones included) less what the framework's usage said: what its usage "
                    "leaves off the bill; null when it reports none", better="lower", **n)
+    yield measured("model_rule", str, "model", "how the world's model read a tool result that reports an interruption "
+                   "or an error (harness/model_rule.py, the scenario's `model_rule`): `retry_interrupted_tools` (it "
+                   "asks for the same call again) or `count_results` (it counts results, whatever they say); rows "
+                   "written before it existed: `count_results`", default=lambda row: "count_results")
+    yield measured("model_retries", int, "model", "calls the model asked for again because their result read as "
+                   "interrupted or as an error (the ledger's `tool_retry_asked`), resume included; rows written before "
+                   "it existed: 0", default=lambda row: 0)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "
