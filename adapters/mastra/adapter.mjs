@@ -1,6 +1,7 @@
 // mastra: an @mastra/core Agent (and a Workflow around it) stopped with Mastra's own buttons, as a Mastra app's
-// stop button presses them. The model is the world's OpenAI-compatible API through the AI SDK's OpenAI provider
-// (`@ai-sdk/openai`, Chat Completions); the tools are the scenario's (stopbench-tools) wrapped with `createTool`, or
+// stop button presses them. The model is an AI SDK provider's model, as Mastra takes one, for the trial's provider:
+// `@ai-sdk/openai` (Chat Completions), `@ai-sdk/anthropic` (Messages) or `@ai-sdk/google` (Gemini API); the tools
+// are the scenario's (stopbench-tools) wrapped with `createTool`, or
 // the world's MCP server through `@mastra/mcp`'s MCPClient. The Agent is registered on a Mastra instance with an
 // in-memory store, which holds its memory thread (the conversation: how an agent run is continued) and the
 // workflow's and the suspended runs' snapshots.
@@ -19,7 +20,6 @@ import { Toolbox } from "stopbench-tools";
 // the documented opt-out of Mastra's usage telemetry (PostHog), before Mastra is loaded
 process.env.MASTRA_TELEMETRY_DISABLED = "1";
 
-const { createOpenAI } = await import("@ai-sdk/openai");
 const { Agent } = await import("@mastra/core/agent");
 const { Mastra } = await import("@mastra/core/mastra");
 const { InMemoryStore } = await import("@mastra/core/storage");
@@ -33,6 +33,26 @@ const { z } = await import("zod");
 const MAX_STEPS = 20;
 const AGENT_ID = "stopbench-agent";
 const STEP_ID = "agent-turns";
+
+/** The trial's model through the AI SDK's provider package for its provider, each at its defaults; only that
+ * package is loaded, when the trial starts (Mastra alone takes seconds to load on a busy machine, before the
+ * capabilities message). The Anthropic and Google packages take the API's version inside the base URL (their
+ * defaults: https://api.anthropic.com/v1, https://generativelanguage.googleapis.com/v1beta), so it is added to the
+ * world's `model_base_url`. */
+const MODELS = {
+  openai: async (ctx) => {
+    const { createOpenAI } = await import("@ai-sdk/openai");
+    return createOpenAI({ baseURL: ctx.model_base_url, apiKey: "x" }).chat(ctx.model_name);
+  },
+  anthropic: async (ctx) => {
+    const { createAnthropic } = await import("@ai-sdk/anthropic");
+    return createAnthropic({ baseURL: `${ctx.model_base_url}/v1`, apiKey: "x" })(ctx.model_name);
+  },
+  gemini: async (ctx) => {
+    const { createGoogle } = await import("@ai-sdk/google");
+    return createGoogle({ baseURL: `${ctx.model_base_url}/v1beta`, apiKey: "x" })(ctx.model_name);
+  },
+};
 
 class Stopped extends Error {
   name = "AbortError";
@@ -60,12 +80,11 @@ class MastraAdapter {
     this.memory = { thread: `thread-${ctx.run_id}`, resource: "stopbench-user" };
     this.mcp = null;
     const tools = ctx.tool_style === "mcp" ? await this.mcpTools() : this.ownTools();
-    const provider = createOpenAI({ baseURL: ctx.model_base_url, apiKey: "x" });
     this.agent = new Agent({
       id: AGENT_ID,
       name: "stopbench agent",
       instructions: ctx.system_prompt,
-      model: provider.chat(ctx.model_name),
+      model: await MODELS[ctx.provider](ctx),
       tools,
       memory: new Memory(),
     });
@@ -217,6 +236,8 @@ class MastraAdapter {
       "@mastra/mcp": of("@mastra/mcp"),
       "@mastra/memory": of("@mastra/memory"),
       "@ai-sdk/openai": of("@ai-sdk/openai"),
+      "@ai-sdk/anthropic": of("@ai-sdk/anthropic"),
+      "@ai-sdk/google": of("@ai-sdk/google"),
     };
   }
 }

@@ -11,6 +11,8 @@
 //   step under way (its tool calls included); stopped when the run has ended.
 // Resume, as the docs keep a chat going: call again with the messages so far (the prompt, then `response.messages`
 // of every step that finished before the stop) and the user's next message.
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogle } from "@ai-sdk/google";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createMCPClient } from "@ai-sdk/mcp";
 import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
@@ -20,7 +22,18 @@ import { installedVersion, serve } from "stopbench-tools/protocol";
 
 const MAX_STEPS = 20; // ToolLoopAgent's default step limit (docs: "Loop Control")
 
-const PACKAGES = ["ai", "@ai-sdk/openai-compatible", "@ai-sdk/mcp", "@ai-sdk/provider-utils", "@ai-sdk/provider"];
+/** The trial's model through the SDK's provider package for its provider, each at its defaults. The Anthropic and
+ * Google packages take the API's version inside the base URL (their defaults: https://api.anthropic.com/v1,
+ * https://generativelanguage.googleapis.com/v1beta), so it is added to the world's `model_base_url`. */
+const MODELS = {
+  openai: (ctx) => createOpenAICompatible({ name: "world", baseURL: ctx.model_base_url, apiKey: "x" })
+    .chatModel(ctx.model_name),
+  anthropic: (ctx) => createAnthropic({ baseURL: `${ctx.model_base_url}/v1`, apiKey: "x" })(ctx.model_name),
+  gemini: (ctx) => createGoogle({ baseURL: `${ctx.model_base_url}/v1beta`, apiKey: "x" })(ctx.model_name),
+};
+
+const PACKAGES = ["ai", "@ai-sdk/openai-compatible", "@ai-sdk/anthropic", "@ai-sdk/google", "@ai-sdk/mcp",
+  "@ai-sdk/provider-utils", "@ai-sdk/provider"];
 
 /** The consumer left the stream or the loop stopped early because the user pressed stop. */
 class StoppedByUser extends Error {
@@ -45,8 +58,7 @@ class VercelAi {
   async start(ctx) {
     this.ctx = ctx;
     this.mode = ctx.mode;
-    this.model = createOpenAICompatible({ name: "world", baseURL: ctx.model_base_url, apiKey: "x" })
-      .chatModel(ctx.model_name);
+    this.model = MODELS[ctx.provider](ctx);
     this.mcp = null;
     if (ctx.tool_style === "mcp") {
       this.mcp = await createMCPClient({
