@@ -31,6 +31,8 @@ class AgnoAdapter(KitAdapter):
     def prepare(cls) -> None:
         import agno.agent  # noqa: F401
         import agno.db.sqlite  # noqa: F401
+        import agno.models.anthropic  # noqa: F401
+        import agno.models.google  # noqa: F401
         import agno.models.openai  # noqa: F401
         import agno.team  # noqa: F401
         import agno.tools.mcp  # noqa: F401
@@ -64,9 +66,20 @@ class AgnoAdapter(KitAdapter):
                 for name, fn in self.ctx.tools.items()]
 
     def _model(self) -> Any:
+        """agno's own model class for the trial's provider, each at its client's defaults (README "Providers")."""
+        ctx = self.ctx
+        if ctx.provider == "anthropic":  # Claude takes no base_url of its own: the SDK's, through client_params
+            from agno.models.anthropic import Claude
+
+            return Claude(id=ctx.model_name, api_key=API_KEY, client_params={"base_url": ctx.model_base_url})
+        if ctx.provider == "gemini":  # Gemini hands client_params to genai.Client: the base URL in its http_options
+            from agno.models.google import Gemini
+
+            return Gemini(id=ctx.model_name, api_key=API_KEY,
+                          client_params={"http_options": {"base_url": ctx.model_base_url}})
         from agno.models.openai import OpenAIChat
 
-        return OpenAIChat(id=self.ctx.model_name, base_url=self.ctx.model_base_url, api_key=API_KEY)
+        return OpenAIChat(id=ctx.model_name, base_url=ctx.model_base_url, api_key=API_KEY)
 
     def _db(self) -> Any:
         from agno.db.sqlite import SqliteDb
@@ -139,6 +152,14 @@ class AgnoAdapter(KitAdapter):
 
     stop_break = KitAdapter.flag_and_wait  # the loop leaves at its next event
     stop_confirm = KitAdapter.flag_and_wait  # the run ends at its next confirmation (or at its end)
+
+    async def reported_usage(self) -> int | None:
+        """The output tokens of the session's last run as agno recorded it (`RunOutput.metrics`, read back from the
+        SqliteDb with `aget_last_run_output`): what agno's own accounting says the stopped run used."""
+        run = await self.agent.aget_last_run_output(session_id=self.ctx.run_id)
+        if run is None or run.metrics is None:
+            return None
+        return run.metrics.output_tokens
 
     async def resume(self) -> None:
         self.stop_pressed.clear()

@@ -25,6 +25,12 @@ from typing import Any
 
 from harness.contract.kit import NEXT_INPUT, KitAdapter, warm
 
+# a model llama-index-llms-anthropic lists (llama_index/llms/anthropic/utils.py ANTHROPIC_MODELS): the world
+# answers whatever model a request names
+ANTHROPIC_LISTED_MODEL = "claude-sonnet-4-5"
+# Gemini 2.5 Flash's input and output token limits (ai.google.dev/gemini-api/docs/models): what models.get reports
+GEMINI_LIMITS = {"context_window": 1_048_576, "max_tokens": 65_536}
+
 
 class LlamaIndexAdapter(KitAdapter):
     @classmethod
@@ -33,6 +39,8 @@ class LlamaIndexAdapter(KitAdapter):
         of CPU before the first event, so a `break` could not leave the loop; an app pays it once per process)."""
         import httpcore  # noqa: F401 (the openai client's transport)
         import llama_index.core.agent.workflow  # noqa: F401
+        import llama_index.llms.anthropic  # noqa: F401
+        import llama_index.llms.google_genai  # noqa: F401
         import llama_index.llms.openai_like  # noqa: F401
         import llama_index.tools.mcp  # noqa: F401
         import openai.resources  # noqa: F401 (imported by the openai client on its first request)
@@ -48,15 +56,33 @@ class LlamaIndexAdapter(KitAdapter):
 
     async def start(self) -> None:
         from llama_index.core.agent.workflow import FunctionAgent
-        from llama_index.llms.openai_like import OpenAILike
 
         ctx = self.ctx
-        llm = self.model_client(OpenAILike, url="api_base", model=ctx.model_name, is_chat_model=True,
-                                is_function_calling_model=True)
-        self.agent = FunctionAgent(name="assistant", tools=await self._tools(), llm=llm,
+        self.agent = FunctionAgent(name="assistant", tools=await self._tools(), llm=self._llm(),
                                    system_prompt=ctx.system_prompt)
         self.saved: dict[str, Any] | None = None  # the Context the application keeps at the stop
+        self.turns_usage: list[int | None] = []  # each finished model turn's output tokens, as its AgentOutput said
         self.job = self._launch(user_msg=ctx.prompt)
+
+    def _llm(self) -> Any:
+        """LlamaIndex's own LLM class for the trial's provider, at its defaults (README "Providers")."""
+        ctx = self.ctx
+        if ctx.provider == "anthropic":
+            from llama_index.llms.anthropic import Anthropic
+
+            # it refuses a model name it does not list (anthropic_modelname_to_contextsize): a listed one
+            return self.model_client(Anthropic, model=ANTHROPIC_LISTED_MODEL)
+        if ctx.provider == "gemini":
+            from google.genai.types import HttpOptions
+            from llama_index.llms.google_genai import GoogleGenAI
+
+            # without both limits its constructor asks models.get, a route the world does not serve
+            return GoogleGenAI(model=ctx.model_name, api_key=self.client_settings()["api_key"],
+                               http_options=HttpOptions(base_url=ctx.model_base_url), **GEMINI_LIMITS)
+        from llama_index.llms.openai_like import OpenAILike
+
+        return self.model_client(OpenAILike, url="api_base", model=ctx.model_name, is_chat_model=True,
+                                 is_function_calling_model=True)
 
     async def _tools(self) -> list[Any]:
         from llama_index.core.tools import FunctionTool
@@ -77,7 +103,11 @@ class LlamaIndexAdapter(KitAdapter):
 
     async def _stream(self) -> None:
         """The streaming docs' loop: events as they come, then the result."""
-        async for _event in self.handler.stream_events():
+        from llama_index.core.agent.workflow import AgentOutput
+
+        async for event in self.handler.stream_events():
+            if isinstance(event, AgentOutput):
+                self.turns_usage.append(output_tokens(event.raw))
             if self.stop_pressed.is_set() and self.mode == "break":
                 return  # the application stops reading; nothing else is pressed
         await self.handler  # after cancel_run: raises WorkflowCancelledByUser
@@ -99,6 +129,13 @@ class LlamaIndexAdapter(KitAdapter):
     async def stop_task_cancel(self) -> None:
         await super().stop_task_cancel()
         await self._save()
+
+    async def reported_usage(self) -> int | None:
+        """The output tokens the run's finished turns reported in their `AgentOutput.raw` (the last streamed chunk
+        of each model turn, the provider's usage in it), summed over what the application read; None when no turn
+        reported any (the openai stream's chunks carry no usage by default; task_cancel reads no events)."""
+        known = [tokens for tokens in self.turns_usage if tokens is not None]
+        return sum(known) if known else None
 
     async def _save(self) -> None:
         """What the application keeps to resume: the serialized Context, as if written to a database (Pickle:
@@ -142,6 +179,21 @@ class LlamaIndexChatHistoryAdapter(LlamaIndexAdapter):
         self.stop_pressed.clear()
         self.job = self._launch(user_msg=NEXT_INPUT, chat_history=history)
         await self.job
+
+
+def output_tokens(raw: Any) -> int | None:
+    """A turn's output tokens from its last chunk's raw response: Anthropic's `message_delta` carries `usage`
+    (llama_index/llms/anthropic/base.py), Gemini's chunk `usage_metadata` (llama_index/llms/google_genai/utils.py),
+    an openai chunk `usage` only when asked for (`stream_options`)."""
+    if not isinstance(raw, dict):
+        return None
+    gemini = raw.get("usage_metadata")
+    if isinstance(gemini, dict):
+        return gemini.get("candidates_token_count")
+    usage = raw.get("usage")
+    if isinstance(usage, dict):
+        return usage.get("output_tokens", usage.get("completion_tokens"))
+    return getattr(usage, "output_tokens", getattr(usage, "completion_tokens", None))
 
 
 ADAPTER = LlamaIndexAdapter
