@@ -20,16 +20,18 @@ from harness.providers import DEFAULT_PROVIDER
 from harness.results import schema
 from harness.results.rows import raw_files, read_rows
 from harness.results.selection import CELL, is_anchored, is_measured, tools_shown, without
+from harness.vocabulary import IN_PROCESS
 
 #: what a repetition must reproduce: the status and every count and flag the tables show (not the stop's own
 #: timing: trigger_delay_ms / trigger_precise are the harness's, and timings vary by nature)
 FIELDS = ("status", *(f.name for f in schema.FIELDS.values() if f.source == "metrics" and f.label
                       and f.group != "trigger" and (f.unit == "count" or f.type is bool)))
-#: what a cell is named by within its adapter (its host, provider, billing profile and scenario hash are added
-#: apart, when not the default; an MCP launch is named with its tool style, `mcp+<launch>`)
-NAMED_BY = without(CELL, "adapter", "scenario_hash", "host", "mcp_launch", "provider", "billing_profile")
 #: the cell's fields named after NAMED_BY only when a row's value is not the one every row had before they existed
-NAMED_APART = {"host": "close", "provider": DEFAULT_PROVIDER, "billing_profile": DEFAULT_PROFILE.name}
+NAMED_APART = {"host": "close", "provider": DEFAULT_PROVIDER, "billing_profile": DEFAULT_PROFILE.name,
+               "serve_path": IN_PROCESS}
+#: what a cell is named by within its adapter (the NAMED_APART fields and its scenario hash are added apart; an MCP
+#: launch is named with its tool style, `mcp+<launch>`)
+NAMED_BY = without(CELL, "adapter", "scenario_hash", "mcp_launch", *NAMED_APART)
 
 
 def _cell(row: dict[str, Any]) -> str:
