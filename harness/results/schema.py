@@ -9,7 +9,9 @@ rows.csv orders its columns by it, every table writes a field's values with its 
 pyperf's metadata registry and ann-benchmarks' `all_metrics` are the models.
 
 Adding a field: declare it here (additive: SCHEMA_VERSION stays), write its metric in metrics.py and a
-unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table.
+unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table. Changing what a
+stored field means or where a fact lives is a new format version: bump SCHEMA_VERSION and add its migration
+(harness/results/migrations.py).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
 
-#: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
-SCHEMA_VERSION = 1
+#: the row format's version: rows of an older one are migrated when read (harness/results/migrations.py), rows
+#: of a newer one are refused. Adding a field does not change it.
+SCHEMA_VERSION = 2
 
 Unit = Literal["ms", "s", "count", "bytes", "usd", "none"]
 #: how a table cell summarizes a field over a group of rows: `median` (the median, or `med (lo..hi)` when

@@ -1,0 +1,223 @@
+"""The published dataset: result rows and evidence as Parquet (zstd), the working JSON Lines compacted.
+
+A run writes JSON Lines (append-only, safe to interrupt); `stopbench publish` compacts it into one Parquet
+file per adapter next to them: `raw/<adapter>.parquet` (rows) and `evidence/<adapter>.parquet` (ledgers).
+Every reader takes either (`read_rows`, `read_evidence` dispatch on the suffix), so a fresh clone reads the
+dataset and a live run its lines.
+
+Rows: one column per field, typed by the values it holds (a field with mixed types, or objects, as JSON
+text); a field whose value is the same in every row of the file (versions, git sha, platform, python, ...)
+is stored once, in the file's metadata, not in a column; `_absent` names the fields a row was written
+without, so a row reads back exactly as it was. Evidence: one line per event (token events as they are,
+not packed): the nanosecond gap to the event before it in the trial, the event's name, `req` and `i`, and
+its other keys as JSON. The metadata of each file carries `FORMAT_VERSION` and, for rows, the row format's
+`schema_version`; a reader refuses a newer one than it knows (`DatasetError`) rather than misread it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.results.migrations import NewerVersion, UnknownVersion, check_version
+
+#: the layout of a dataset file (this module); a change to it is a new version and a reader of the old one
+FORMAT_VERSION = 1
+SUFFIX = ".parquet"
+META_KEY = b"stopbench"
+ABSENT = "_absent"  # the column naming, per row, the fields it was written without
+#: zstd at its strongest: files are written once and read many times; no statistics (nothing filters by them)
+WRITE_OPTIONS = {"compression": "zstd", "compression_level": 19, "write_statistics": False}
+#: evidence columns and their types; any other key of an event is kept in `rest` (JSON)
+EVENT_COLUMNS = ("record", "trial_id", "run_id", "dt", "event", "req", "i", "rest")
+
+
+class DatasetError(ValueError):
+    """A dataset file this stopbench cannot read (a newer format, another kind); the message names the file."""
+
+
+def is_dataset_file(path: Path) -> bool:
+    return path.name.endswith(SUFFIX)
+
+
+# --- rows ------------------------------------------------------------------------------------------------------
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON writes them: 1, 1.0 and True are three values."""
+    return type(a) is type(b) and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _arrow_type(values: list[Any]):
+    """The Arrow type that gives these values back as they are, or None: store them as JSON text."""
+    import pyarrow as pa
+
+    kinds = {type(v) for v in values if v is not None}
+    if not kinds:
+        return pa.null()
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds == {int} and all(-(2**63) <= v < 2**63 for v in values if v is not None):
+        return pa.int64()
+    if kinds == {float}:
+        return pa.float64()
+    if kinds == {str}:
+        return pa.string()
+    return None
+
+
+def _metadata(kind: str, **extra: Any) -> dict[bytes, bytes]:
+    return {META_KEY: json.dumps({"format_version": FORMAT_VERSION, "kind": kind, **extra}, sort_keys=True).encode()}
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """`rows` (of the current row format) as one Parquet file; the fields equal in every row stored once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harness.results.schema import SCHEMA_VERSION
+
+    keys = sorted({k for row in rows for k in row})
+    constant = {k: rows[0][k] for k in keys
+                if rows and all(k in row and _same(row[k], rows[0][k]) for row in rows)}
+    columns: dict[str, Any] = {}
+    as_json: list[str] = []
+    for k in keys:
+        if k in constant:
+            continue
+        values = [row.get(k) for row in rows]
+        typ = _arrow_type(values)
+        if typ is None:
+            as_json.append(k)
+            typ, values = pa.string(), [None if v is None else json.dumps(v, sort_keys=True) for v in values]
+        columns[k] = pa.array(values, type=typ)
+    absent = [",".join(k for k in keys if k not in row and k not in constant) or None for row in rows]
+    columns[ABSENT] = pa.array(absent, type=pa.string())
+    meta = _metadata("rows", schema_version=SCHEMA_VERSION, rows=len(rows), constant=constant, json_columns=as_json)
+    table = pa.table(columns).replace_schema_metadata(meta)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, **WRITE_OPTIONS)
+
+
+def file_metadata(path: Path, kind: str) -> dict[str, Any]:
+    """The file's stopbench metadata, checked: a file of a newer format or row version is refused by name."""
+    import pyarrow.parquet as pq
+
+    try:
+        raw = (pq.read_schema(path).metadata or {}).get(META_KEY)
+    except (OSError, ValueError) as e:
+        raise DatasetError(f"{path}: not a readable Parquet file ({e})") from None
+    if raw is None:
+        raise DatasetError(f"{path}: not a stopbench dataset file (no {META_KEY.decode()!r} metadata)")
+    meta = json.loads(raw)
+    version = meta.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise DatasetError(f"{path}: dataset format_version {version!r}; this stopbench reads format "
+                           f"{FORMAT_VERSION} and older (upgrade stopbench to read it)")
+    if meta.get("kind") != kind:
+        raise DatasetError(f"{path}: a dataset file of {meta.get('kind')!r}, expected {kind!r}")
+    if kind == "rows":
+        try:
+            check_version(meta.get("schema_version"), str(path))
+        except (NewerVersion, UnknownVersion) as e:
+            raise DatasetError(str(e)) from None
+    return meta
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a rows file, as it was written (keys in sorted order, as the JSON Lines write them)."""
+    import pyarrow.parquet as pq
+
+    meta = file_metadata(path, "rows")
+    table = pq.read_table(path)
+    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    for name in meta["json_columns"]:
+        columns[name] = [None if v is None else json.loads(v) for v in columns[name]]
+    absent = columns.pop(ABSENT)
+    names = sorted([*columns, *meta["constant"]])
+    rows = []
+    for i in range(table.num_rows):
+        gone = set(absent[i].split(",")) if absent[i] else ()
+        row = {}
+        for name in names:
+            if name in gone:
+                continue
+            row[name] = columns[name][i] if name in columns else json.loads(json.dumps(meta["constant"][name]))
+        rows.append(row)
+    return rows
+
+
+# --- evidence --------------------------------------------------------------------------------------------------
+
+def _int_or_none(v: Any) -> int | None:
+    return v if type(v) is int else None
+
+
+def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
+    """Each record's events, one line per event (an empty record as one line without an event)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
+    for n, record in enumerate(records):
+        last = 0
+        for e in record["events"] or [{}]:
+            if e and type(e.get("t")) is not int:
+                raise DatasetError(f"{path}: trial {record['trial_id']}: an event without an integer time: {e!r:.80}")
+            rest = {k: v for k, v in e.items()
+                    if k not in ("t", "event") and not (k in ("req", "i") and type(v) is int)}
+            cols["record"].append(n)
+            cols["trial_id"].append(record["trial_id"])
+            cols["run_id"].append(record["run_id"])
+            cols["dt"].append(e["t"] - last if e else None)
+            cols["event"].append(e.get("event"))
+            cols["req"].append(_int_or_none(e.get("req")))
+            cols["i"].append(_int_or_none(e.get("i")))
+            cols["rest"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
+            last = e.get("t", last)
+    types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64()}
+    table = pa.table({name: pa.array(values, type=types.get(name, pa.string())) for name, values in cols.items()})
+    table = table.replace_schema_metadata(_metadata("evidence", records=len(records)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, use_dictionary=["trial_id", "run_id", "event", "rest"],
+                   column_encoding={"record": "DELTA_BINARY_PACKED", "dt": "BYTE_STREAM_SPLIT",
+                                    "req": "DELTA_BINARY_PACKED", "i": "DELTA_BINARY_PACKED"}, **WRITE_OPTIONS)
+
+
+def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Every record of an evidence file, in order (only those of `run_ids` when given: the others are skipped
+    before they are decoded)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    file_metadata(path, "evidence")
+    table = pq.read_table(path)
+    if run_ids is not None:
+        table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
+    cols = {name: table.column(name).to_pylist() for name in EVENT_COLUMNS}
+    record: dict[str, Any] | None = None
+    t = 0
+    for k in range(table.num_rows):
+        if record is None or cols["record"][k] != cols["record"][k - 1]:
+            if record is not None:
+                yield record
+            record, t = {"trial_id": cols["trial_id"][k], "run_id": cols["run_id"][k], "events": []}, 0
+        if cols["event"][k] is None:
+            continue
+        t += cols["dt"][k]
+        e: dict[str, Any] = {"t": t, "event": cols["event"][k]}
+        for name in ("req", "i"):
+            if cols[name][k] is not None:
+                e[name] = cols[name][k]
+        if cols["rest"][k] is not None:
+            e.update(json.loads(cols["rest"][k]))
+        record["events"].append(e)
+    if record is not None:
+        yield record
+
+
+def _string_array(values: set[str]):
+    import pyarrow as pa
+
+    return pa.array(sorted(values), type=pa.string())
