@@ -135,16 +135,18 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     for name in meta["json_columns"]:
         columns[name] = [None if v is None else json.loads(v) for v in columns[name]]
     absent = columns.pop(ABSENT)
-    names = sorted([*columns, *meta["constant"]])
+    constant = meta["constant"]
+    shared = {k: v for k, v in constant.items() if not isinstance(v, (dict, list))}
+    copied = [k for k in constant if k not in shared]  # a reader may change a row's object: each row its own
+    names = sorted([*columns, *constant])
     rows = []
-    for i in range(table.num_rows):
-        gone = set(absent[i].split(",")) if absent[i] else ()
-        row = {}
-        for name in names:
-            if name in gone:
-                continue
-            row[name] = columns[name][i] if name in columns else json.loads(json.dumps(meta["constant"][name]))
-        rows.append(row)
+    for i, gone in enumerate(absent):
+        row = dict(shared, **{k: json.loads(json.dumps(constant[k])) for k in copied})
+        row.update((name, values[i]) for name, values in columns.items())
+        if gone:
+            for name in gone.split(","):
+                del row[name]
+        rows.append({name: row[name] for name in names if name in row})
     return rows
 
 
@@ -195,26 +197,42 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
     table = pq.read_table(path)
     if run_ids is not None:
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
-    cols = {name: table.column(name).to_pylist() for name in EVENT_COLUMNS}
+    times = _times(table)
+    cols = {name: table.column(name).to_pylist() for name in ("record", "trial_id", "run_id", "event", "req", "i",
+                                                               "rest")}
     record: dict[str, Any] | None = None
-    t = 0
-    for k in range(table.num_rows):
-        if record is None or cols["record"][k] != cols["record"][k - 1]:
+    events: list[dict[str, Any]] = []
+    for k, (n, event, req, i, rest) in enumerate(zip(cols["record"], cols["event"], cols["req"], cols["i"],
+                                                     cols["rest"], strict=True)):
+        if record is None or n != cols["record"][k - 1]:
             if record is not None:
                 yield record
-            record, t = {"trial_id": cols["trial_id"][k], "run_id": cols["run_id"][k], "events": []}, 0
-        if cols["event"][k] is None:
+            events = []
+            record = {"trial_id": cols["trial_id"][k], "run_id": cols["run_id"][k], "events": events}
+        if event is None:
             continue
-        t += cols["dt"][k]
-        e: dict[str, Any] = {"t": t, "event": cols["event"][k]}
-        for name in ("req", "i"):
-            if cols[name][k] is not None:
-                e[name] = cols[name][k]
-        if cols["rest"][k] is not None:
-            e.update(json.loads(cols["rest"][k]))
-        record["events"].append(e)
+        e: dict[str, Any] = {"t": times[k], "event": event}
+        if req is not None:
+            e["req"] = req
+        if i is not None:
+            e["i"] = i
+        if rest is not None:
+            e.update(json.loads(rest))
+        events.append(e)
     if record is not None:
         yield record
+
+
+def _times(table) -> list[int]:
+    """Each event's time: the running sum of the gaps, restarted at each record."""
+    import numpy as np
+
+    gaps = table.column("dt").fill_null(0).to_numpy()
+    records = table.column("record").to_numpy()
+    total = np.cumsum(gaps)
+    starts = np.flatnonzero(np.diff(records, prepend=-1))  # the first line of each record
+    before = total[starts] - gaps[starts]  # the sum of the records before it
+    return (total - np.repeat(before, np.diff(np.append(starts, len(records))))).tolist()
 
 
 def _string_array(values: set[str]):
