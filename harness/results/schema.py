@@ -134,7 +134,8 @@ def _fields() -> Iterable[Field]:
     def runner(name, typ, meaning, **kw):
         return Field(name, typ, meaning, "provenance", "runner", **kw)
 
-    yield runner("schema_version", int, "the row layout's version; a reader refuses rows of another", required=True)
+    yield runner("schema_version", int, "the row format's version: an older row is migrated when read "
+                 "(harness/results/migrations.py), a newer one refused", required=True)
     yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation, repetition: what a "
                  "rerun skips", required=True)
     yield runner("adapter_digest", str, "digest of the adapter's folder (its Python files, framework.toml, "
