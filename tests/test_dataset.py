@@ -214,3 +214,19 @@ def test_the_report_from_the_dataset_is_the_report_from_the_json_lines(measured,
     for name in differ:
         lines, links = re.subn(rb"\.jsonl\b", b".parquet", from_lines[name])
         assert lines == from_dataset[name] and links == 2  # the link and its text
+
+
+def test_timeline_and_repro_of_a_published_trial_are_those_of_its_lines(measured, capsys):
+    trial = "known-resume-repeats"
+    outputs = {}
+    for side in ("jsonl", "dataset"):
+        folder = measured / side / "results"
+        (row,) = [r for r in read_rows(raw_files(folder))[0] if r["adapter"] == trial]
+        assert cli(["timeline", str(folder), row["trial_id"]]) == 0
+        timeline = capsys.readouterr().out
+        assert cli(["repro", str(folder), row["run_id"], "-o", str(measured / f"{side}.py")]) == 0
+        capsys.readouterr()
+        repro = (measured / f"{side}.py").read_text().replace(str(folder), "RESULTS")  # it names the folder
+        outputs[side] = (timeline, repro)
+    assert outputs["jsonl"] == outputs["dataset"]
+    assert "=== STOP PRESSED ===" in outputs["dataset"][0] and "ResumeRepeated" in outputs["dataset"][1]
