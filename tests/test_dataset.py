@@ -230,3 +230,16 @@ def test_timeline_and_repro_of_a_published_trial_are_those_of_its_lines(measured
         outputs[side] = (timeline, repro)
     assert outputs["jsonl"] == outputs["dataset"]
     assert "=== STOP PRESSED ===" in outputs["dataset"][0] and "ResumeRepeated" in outputs["dataset"][1]
+
+
+def test_merge_takes_a_published_folder_and_adds_its_rows_to_the_lines(tmp_path, capsys):
+    oldest = _oldest()
+    published = _folder(tmp_path, "published", oldest)
+    assert cli(["publish", str(published), "--remove-working"]) == 0
+    out = _folder(tmp_path, "out", oldest[:1])
+    assert cli(["merge", str(out), str(published)]) == 0
+    assert sorted(p.name for p in (out / "raw").iterdir()) == [
+        "agent-framework.jsonl", "autogen.jsonl", "google-adk.jsonl", "langgraph.jsonl"]
+    assert f"{out}/raw/google-adk.jsonl: 1 added, 1 already there, 0 unreadable" in capsys.readouterr().out
+    merged = {r["trial_id"]: r for r in read_rows(raw_files(out))[0]}
+    assert len(merged) == 6 and merged == {r["trial_id"]: r for r in read_rows(raw_files(published))[0]}

@@ -165,11 +165,9 @@ def jsonl_name(path: Path) -> str:
     return path.name.removesuffix(dataset.SUFFIX).removesuffix(".jsonl") + ".jsonl"
 
 
-def finished_trials(path: Path) -> dict[str, str]:
-    """trial_id -> when its newest row in `path` was finished."""
-    if not path.exists():
-        return {}
-    rows, _ = read_rows([path])
+def finished_trials(paths: list[Path]) -> dict[str, str]:
+    """trial_id -> when its newest row in these files (those that exist) was finished."""
+    rows, _ = read_rows([p for p in paths if p.exists()])
     return {r["trial_id"]: str(r.get("finished_at", "")) for r in rows}
 
 
@@ -182,20 +180,20 @@ class MergeError(ValueError):
 
 
 def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
-    """Merge the raw rows of result folders (e.g. the shards of one run) into `out`: per raw file, every
-    row whose trial is not there yet or is there only in an older row (readers keep the newest), in the order
-    the sources are given. Returns, per file, how many rows were added, how many were already there (as new or
-    newer), and how many lines were unreadable."""
+    """Merge the raw rows of result folders (e.g. the shards of one run) into `out`'s JSON Lines: per adapter,
+    every row whose trial is not there yet (in `out`'s lines or its dataset) or is there only in an older row
+    (readers keep the newest), in the order the sources are given. Returns, per file, how many rows were added,
+    how many were already there (as new or newer), and how many lines were unreadable."""
     for src in sources:
         if not (src / "raw").is_dir():
             raise MergeError(f"{src}: no raw/ folder of result rows")
     summary: dict[str, dict[str, int]] = {}
     for src in sources:
         for path in raw_files(src):
-            target = out / "raw" / path.name
-            done = finished_trials(target)
+            target = out / "raw" / jsonl_name(path)  # rows are added to the lines, whichever kind the source is
+            done = finished_trials([target.with_suffix(dataset.SUFFIX), target])
             rows, bad = read_rows([path])
-            counts = summary.setdefault(path.name, {"added": 0, "already there": 0, "unreadable": 0})
+            counts = summary.setdefault(target.name, {"added": 0, "already there": 0, "unreadable": 0})
             counts["unreadable"] += len(bad)
             for row in rows:
                 finished = str(row.get("finished_at", ""))
