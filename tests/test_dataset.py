@@ -243,3 +243,13 @@ def test_merge_takes_a_published_folder_and_adds_its_rows_to_the_lines(tmp_path,
     assert f"{out}/raw/google-adk.jsonl: 1 added, 1 already there, 0 unreadable" in capsys.readouterr().out
     merged = {r["trial_id"]: r for r in read_rows(raw_files(out))[0]}
     assert len(merged) == 6 and merged == {r["trial_id"]: r for r in read_rows(raw_files(published))[0]}
+
+
+def test_publishing_unchanged_rows_again_writes_the_same_bytes(tmp_path):
+    folder = _folder(tmp_path, "run", _rows_of_every_kind())
+    publish(folder)
+    first = (folder / MANIFEST).read_bytes()
+    for path in folder.glob("raw/*.jsonl"):
+        path.unlink()
+    publish(folder)  # from the dataset alone: a republish that measured nothing new changes no file
+    assert (folder / MANIFEST).read_bytes() == first
