@@ -18,6 +18,7 @@ ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
+from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -39,6 +40,9 @@ HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode
 PATCHES = os.environ.get("STOPBENCH_PATCHES", f"{RESULTS}/patches")
 # releases that appeared since framework.toml was written, as "fw=X.Y,..." (the scheduled CI workflow's --latest)
 HISTORY_RUNS = history_runs(ROOT, os.environ.get("STOPBENCH_HISTORY_NEW", ""))
+# On Ctrl-C nox sends SIGTERM 0.3 s after the SIGINT and SIGKILL 0.2 s later: a run is given this long to end its
+# running trials (their ledgers read, their processes ended) as it does on Ctrl-C
+RUN_ENDS = {"interrupt_timeout": 30.0}
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
@@ -52,7 +56,8 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
-    process in JavaScript, its packages from its lockfile (`npm ci` in its folder: node_modules is never committed).
+    process in JavaScript, its packages from its lockfile (`npm ci` in its folder, on the Node the adapter runs on:
+    node_modules is never committed).
     A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
@@ -67,8 +72,9 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     if protocol is not None and protocol.npm:
         modules = protocol.folder / "node_modules"
         lock = install_digest(["npm", "ci"], npm_inputs(protocol.folder))
-        if not is_installed(modules, lock):
-            session.run_install("npm", "ci", "--prefix", str(protocol.folder), external=True)
+        if not is_installed(modules, lock):  # npm on the Node the adapter runs on (harness/npm_install.py)
+            for command in install_commands(protocol.folder, env):
+                session.run_install(*command, external=True)
             mark_installed(modules, lock)
 
 
@@ -106,7 +112,7 @@ def bench(session: nox.Session, adapter: str) -> None:
     session.install("pyarrow>=16")  # the published rows (Parquet) say which trials are done already
     if session.posargs:  # a partial run by hand: just that
         session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
-                    *SELECT, *session.posargs)
+                    *SELECT, *session.posargs, **RUN_ENDS)
         return
     # one run (one world, one queue: no pause between matrices): the main matrix; the mitigation comparison (every
     # mode, q3_report's event anchors, async tools); the orphan matrix (every MCP launch, a host that closes or
@@ -116,10 +122,10 @@ def bench(session: nox.Session, adapter: str) -> None:
     launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
     session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
                 "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
-                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}")
+                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
-                    "--out", RESULTS, *SELECT)
+                    "--out", RESULTS, *SELECT, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")  # nothing of the run may be left on the machine
 
 
@@ -130,7 +136,7 @@ def history(session: nox.Session, adapter: str, release: str) -> None:
     history matrix into results/history/<framework>/<release>/; `nox -s report` draws the history pages."""
     session.install("-e", ".", "pyarrow>=16", *FRAMEWORKS[adapter].install_args(release))
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
-                "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs)
+                "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")
 
 
@@ -151,7 +157,7 @@ def patch(session: nox.Session, adapter: str) -> None:
     session.install("--no-deps", "--force-reinstall", source)
     out = f"{PATCHES}/{adapter}"
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, *subset, "--reps", REPS, "--jobs", JOBS,
-                "--out", out)
+                "--out", out, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")
     session.run("stopbench", "compare", RESULTS, out, "--adapter", adapter, "--anchors", "event",
                 "--to", f"{out}/COMPARE.md")
@@ -159,9 +165,12 @@ def patch(session: nox.Session, adapter: str) -> None:
 
 @nox.session
 def report(session: nox.Session) -> None:
-    """Tables and plots from results/raw/ into results/README.md, CSV and HTML (`-- DIR` for another folder)."""
+    """Tables and plots from results/raw/ into results/README.md, CSV and HTML, and the measured blocks of the adapter
+    READMEs (`-- DIR` for another folder: its report only)."""
     install_framework(session, CORE, "report")  # the reference pins cover pandas and matplotlib too
     session.run("stopbench", "report", *(session.posargs or [RESULTS]))
+    if not session.posargs:  # the published rows: the adapter READMEs' measured blocks are rewritten from them
+        session.run("python", "-m", "harness.results.readme_blocks", "--update", RESULTS)
 
 
 @nox.session

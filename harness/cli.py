@@ -142,10 +142,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from harness.results.compare import CompareError, compare
+    from harness.results.judgement_diff import JudgementDiffError, compare_judgements
 
     try:
-        text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
-    except CompareError as e:
+        if args.judgements:
+            text = compare_judgements(Path(args.old), Path(args.new))
+        else:
+            text = compare(Path(args.old), Path(args.new), args.anchors, args.adapter)
+    except (CompareError, JudgementDiffError) as e:
         raise UsageError(str(e)) from e
     if args.to:
         Path(args.to).write_text(text)
@@ -155,14 +159,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rederive(args: argparse.Namespace) -> int:
+    from harness.results.rederive import rederive
+
+    folder = Path(args.dir)
+    if not (folder / "raw").is_dir():
+        raise UsageError(f"{folder}: no raw/ folder of result rows")
+    print(rederive(folder).text())
+    return 0
+
+
 def cmd_repro(args: argparse.Namespace) -> int:
     from stopbench.repro import ReproError, reproducer
 
     try:
-        text = reproducer(Path(args.dir), args.trial, args.kind)
+        text = reproducer(Path(args.dir), args.trial, args.kind, written_to=Path(args.out))
     except ReproError as e:
         raise UsageError(str(e)) from e
-    Path(args.out).write_text(text)
+    try:
+        Path(args.out).write_text(text)
+    except OSError as e:
+        raise UsageError(f"-o {args.out}: cannot write the reproducer there ({e.strerror or e})") from e
     print(args.out)
     return 0
 
@@ -357,10 +374,24 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
     return 0
 
 
+def install_extra(extra: str) -> str:
+    """How to add one of stopbench's extras: it is installed from its checkout (it is not on the package index)."""
+    return f"`pip install -e '.[{extra}]'` in your stopbench checkout"
+
+
+#: what of the 'test' extra the contract tests themselves need (an adapter's own packages are its dependencies)
+CONTRACT_TESTS_NEED = ("pytest", "pytest-timeout")
+
+
 def cmd_test_adapter(args: argparse.Namespace) -> int:
+    """The shared contract tests under pytest; arguments after the adapter go to pytest as they are."""
+    missing = [p for p in missing_of_extra("test") if p in CONTRACT_TESTS_NEED]
+    if missing:
+        raise UsageError(f"the contract tests run under pytest, from stopbench's 'test' extra (missing: "
+                         f"{', '.join(missing)}): install it with {install_extra('test')}")
     import pytest
 
-    return pytest.main(["-q", "-p", f"{harness.PACKAGE}.testing.plugin", "--pyargs", f"{harness.PACKAGE}.testing",
+    return pytest.main(["-p", f"{harness.PACKAGE}.testing.plugin", "--pyargs", f"{harness.PACKAGE}.testing",
                         "--adapter", args.adapter, *args.pytest_args])
 
 
@@ -398,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("report", help="tables and plots from DIR/raw/*.jsonl")
+    rp = sub.add_parser("report", help="tables and plots from DIR/raw/ (JSON Lines, or the published dataset)")
     rp.add_argument("dir", nargs="?", default="results")
     rp.add_argument("--to", help="write the report here (default: DIR)")
     rp.set_defaults(func=cmd_report)
@@ -412,7 +443,15 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
                     help="compare only event-anchored trials (the world freezes at the anchor: what differs is "
                          "the frameworks' run-to-run spread), or only time-anchored ones (default: all)")
+    cp.add_argument("--judgements", action="store_true",
+                    help="instead: the conclusions of the two folders' reports (summary.json): every best button, "
+                         "capability verdict and claim that moved, with its cause")
     cp.set_defaults(func=cmd_compare)
+
+    rd = sub.add_parser("rederive", help="derive DIR's rows again from their kept evidence with this stopbench's "
+                        "metric code (no trial is run again); says how many rows changed")
+    rd.add_argument("dir", help="a result folder (with raw/ and evidence/)")
+    rd.set_defaults(func=cmd_rederive)
 
     rpr = sub.add_parser("repro", help="write one self-contained Python file that runs a published trial again "
                          "and raises what the world saw (StopLied, StopHung, ResumeRepeated, ...)")
@@ -483,32 +522,56 @@ def build_parser() -> argparse.ArgumentParser:
                     "required when stopbench is installed as a package)")
     na.set_defaults(func=cmd_new_adapter)
 
-    ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter")
+    ta = sub.add_parser("test-adapter", help="run the shared contract tests against an adapter (needs the 'test' "
+                        "extra)", usage="stopbench test-adapter [-h] adapter [pytest_args ...]")
     ta.add_argument("adapter")
-    ta.add_argument("pytest_args", nargs="*")
+    ta.add_argument("pytest_args", nargs=argparse.REMAINDER,
+                    help="passed to pytest as they are, e.g. -v, -x, --contract-scenario flaky_provider")
     ta.set_defaults(func=cmd_test_adapter)
     return p
+
+
+def _requirements_of_extras() -> list[tuple[str, str]]:
+    """(distribution, extra) of each of stopbench's optional requirements, from its installed metadata."""
+    import re
+    from importlib import metadata
+
+    try:
+        requirements = metadata.requires("stopbench") or []
+    except metadata.PackageNotFoundError:
+        return []
+    out = []
+    for requirement in requirements:
+        name, _, marker = requirement.partition(";")
+        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if extra:
+            out.append((re.split(r"[<>=!~\[\s]", name.strip(), maxsplit=1)[0], extra.group(1)))
+    return out
+
+
+def missing_of_extra(extra: str) -> list[str]:
+    """The distributions of stopbench's `extra` that are not installed."""
+    from importlib import metadata
+
+    missing = []
+    for package, of in _requirements_of_extras():
+        if of != extra:
+            continue
+        try:
+            metadata.version(package)
+        except metadata.PackageNotFoundError:
+            missing.append(package)
+    return missing
 
 
 def extra_providing(module: str | None) -> str | None:
     """The optional extra of stopbench (pyproject.toml) that installs `module`, if one does: a command run where
     that extra is missing (a framework's bench environment has no pandas) says so instead of a traceback."""
-    import re
-    from importlib import metadata
-
     if not module:
         return None
-    try:
-        requirements = metadata.requires("stopbench") or []
-    except metadata.PackageNotFoundError:
-        return None
-    for requirement in requirements:
-        name, _, marker = requirement.partition(";")
-        extra = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
-        package = re.split(r"[<>=!~\[\s]", name.strip(), maxsplit=1)[0]
-        if extra and package.lower().replace("-", "_") == module.split(".")[0].lower():
-            return extra.group(1)
-    return None
+    top = module.split(".")[0].lower()
+    return next((extra for package, extra in _requirements_of_extras()
+                 if package.lower().replace("-", "_") == top), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -524,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         print(f"stopbench {args.command}: error: needs {e.name}, from stopbench's {extra!r} extra: install it with "
-              f"`pip install 'stopbench[{extra}]'`", file=sys.stderr)
+              f"{install_extra(extra)}", file=sys.stderr)
         return 2
 
 

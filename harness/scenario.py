@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.billing import DEFAULT_PROFILE, BillingError, BillingProfile, parse_billing
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_KIND, TOOL_NAMES, TOOL_PARAMETERS
 
 # bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
@@ -189,7 +190,12 @@ class Scenario:
     latency_ms: dict[str, float]
     offsets: tuple[Offset, ...]
     commit_on_disconnect: bool = True
+    #: the scenario this one is the same job as, under other world rules (a service that honours a disconnect):
+    #: the report sets the two side by side
+    variant_of: str = ""
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
+    #: what the provider bills after a streamed answer's client left (harness/billing.py); a run may override it
+    billing: BillingProfile = DEFAULT_PROFILE
     prompt: str = ""
     tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
     source: str = "<inline>"
@@ -238,7 +244,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms", "tools"}
+             "commit_on_disconnect", "observe_ms", "tools", "variant_of", "billing"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -308,10 +314,17 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     cod = data.get("commit_on_disconnect", True)
     if not isinstance(cod, bool):
         raise ScenarioError(f"{source}.commit_on_disconnect: expected true or false")
+    variant_of = data.get("variant_of", "")
+    if not isinstance(variant_of, str):
+        raise ScenarioError(f"{source}.variant_of: expected the name of another scenario")
     observe = data.get("observe_ms", DEFAULT_OBSERVE_MS)
     if not isinstance(observe, (int, float)) or isinstance(observe, bool) or not 0 <= observe <= MAX_OBSERVE_MS:
         raise ScenarioError(f"{source}.observe_ms: expected milliseconds from 0 to {MAX_OBSERVE_MS:g}, "
                             f"got {observe!r}")
+    try:
+        billing = parse_billing(data.get("billing", DEFAULT_PROFILE.name), f"{source}.billing")
+    except BillingError as e:
+        raise ScenarioError(str(e)) from e
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
@@ -322,7 +335,9 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         latency_ms=latency,
         offsets=offsets,
         commit_on_disconnect=cod,
+        variant_of=variant_of,
         observe_ms=float(observe),
+        billing=billing,
         tools=declared,
         source=source,
         raw=data,
@@ -407,7 +422,12 @@ def load_scenarios(directory: Path = DEFAULT_SCENARIOS_DIR) -> dict[str, Scenari
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise ScenarioError(f"{directory}: no scenario files (*.yaml)")
-    return {s.name: s for s in map(load_scenario_file, files)}
+    scenarios = {s.name: s for s in map(load_scenario_file, files)}
+    for s in scenarios.values():
+        if s.variant_of and s.variant_of not in scenarios:
+            raise ScenarioError(f"{s.source}.variant_of: {s.variant_of!r} is not a scenario here (known: "
+                                f"{', '.join(sorted(scenarios))})")
+    return scenarios
 
 
 def scenario_path(name: Any, directory: Path = DEFAULT_SCENARIOS_DIR) -> Path:

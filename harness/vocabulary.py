@@ -55,6 +55,10 @@ class Mark(StrEnum):
     RUN_STARTED = "run_started"  # start() is called
     STOP_CALLED = "stop_called"  # the button is pressed: every "after stop" counts from here
     STOP_RETURNED = "stop_returned"  # the button says it has stopped
+    #: an adapter in another process handled the stop (its kit stamped the moment before pressing the framework's
+    #: primitive): its "after stop" counts from here, the world holds its anchor until here, and the time from
+    #: stop_called is the stop's delivery
+    STOP_HANDLED = "stop_handled"
     JOB_ENDED = "job_ended"
     SAGA = "saga"  # the saga mitigation compensated (data.compensated)
     SAGA_LATE = "saga_late"

@@ -6,6 +6,9 @@ Fixtures:
   TrialResult (`.row`, `.events`, `.assert_stopped()`).
 - `stopbench_anchor`: parametrizes a test over a scenario's event anchors (`@pytest.mark.stopbench_scenario(name)`,
   default q3_report), so one test checks the stop at every moment the scenario defines.
+
+What a trial saw that the assertions do not hold against the agent (tokens billed for a non-streamed request sent
+before the stop: TrialResult.notes) is listed in a "stopbench notes" section of the terminal summary.
 """
 
 from __future__ import annotations
@@ -21,9 +24,27 @@ if TYPE_CHECKING:  # loaded in every pytest session of an environment with stopb
     from stopbench.result import TrialResult
 
 
+NOTES = "stopbench_note"  #: the user property under which a test's trials leave their notes
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "stopbench_scenario(name): the scenario whose event anchors "
                                        "`stopbench_anchor` runs over (default q3_report)")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Each test's notes once, after the results: said, not asserted."""
+    seen: dict[str, list[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, note in getattr(report, "user_properties", []):
+                if key == NOTES and note not in seen.setdefault(report.nodeid, []):
+                    seen[report.nodeid].append(note)
+    if any(seen.values()):
+        terminalreporter.section("stopbench notes")
+        for nodeid, notes in seen.items():
+            for note in notes:
+                terminalreporter.write_line(f"{nodeid}: {note}")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -44,14 +65,16 @@ def stopbench_world() -> Iterator[str]:
 
 
 @pytest.fixture
-def stopbench_trial(stopbench_world: str,
-                    tmp_path_factory: pytest.TempPathFactory) -> Callable[..., TrialResult]:
+def stopbench_trial(stopbench_world: str, tmp_path_factory: pytest.TempPathFactory,
+                    request: pytest.FixtureRequest) -> Callable[..., TrialResult]:
     counter = itertools.count(1)
 
     def trial(agent: Callable[[AgentContext], Any], **options: Any) -> TrialResult:
         from stopbench.run import run_trial
 
         out = tmp_path_factory.mktemp(f"stopbench-trial-{next(counter)}")
-        return run_trial(agent, world_url=stopbench_world, out=out, **options)
+        result = run_trial(agent, world_url=stopbench_world, out=out, **options)
+        request.node.user_properties += [(NOTES, note) for note in result.notes()]
+        return result
 
     return trial

@@ -3,10 +3,12 @@ maintainer runs with only the framework and stopbench installed, to see what a p
 
 The file holds the adapter's source, inlined verbatim (its module and the modules of its own folder it imports,
 each whole, only their `from __future__` and folder-local imports taken out), the adapter's framework.toml
-declarations as class attributes (and its environment, set before the framework is imported), the scenario's
-YAML, and one trial: the stop button pressed at the published trial's anchor. It ends with the assert the finding
-calls for (stopbench.result: StopLied, StopHung, StopFailed, ResumeRepeated, ProcessesLeft), whose message names
-what the world saw; the file's docstring quotes the message the published trial gave, its numbers as measured.
+declarations as class attributes (and its environment, set before the framework is imported); for an adapter
+process in another language, its folder's files and the packages it takes from files (stopbench/repro_node.py);
+the scenario's YAML, and one trial: the stop button pressed at the published trial's anchor. It ends with the
+assert the finding calls for (stopbench.result: StopLied, StopHung, StopFailed, ResumeRepeated, ProcessesLeft),
+whose message names what the world saw; the file's docstring quotes the message the published trial gave, its
+numbers as measured.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import pprint
 import re
 import textwrap
@@ -31,6 +34,7 @@ from harness.results.findings import Finding
 from harness.results.metrics import TrialView
 from harness.results.rows import raw_files, read_rows
 from harness.scenario import DEFAULT_SCENARIOS_DIR, load_scenario_file, parse_offset
+from stopbench.repro_node import node_adapter, node_adapter_lines, protocol_folder
 from stopbench.result import TrialResult
 
 #: finding kind -> (the TrialResult assert that checks it, the exception it raises)
@@ -42,6 +46,8 @@ CHECKS = {
     "repeats on resume": ("assert_resume_clean", "ResumeRepeated"),
 }
 KINDS = tuple(CHECKS)
+#: the reproducer's first install step: stopbench is installed from its checkout (it is not on the package index)
+INSTALL_STOPBENCH = "    pip install -e path/to/stopbench   # its checkout"
 TRIPLE = "'" * 3
 
 
@@ -139,7 +145,7 @@ def write_reproducers(results: Path, found: Iterable[Finding], folder: Path) -> 
     out: dict[str, str] = {}
     for f in found:
         try:
-            text = reproducer(results, f.trial_id, f.kind, records)
+            text = reproducer(results, f.trial_id, f.kind, records, folder / f.reproducer_file)
         except ReproError as e:
             out[f.reproducer_file] = str(e)
             continue
@@ -234,9 +240,10 @@ def declarations(module: str, cls: str, path: Path) -> dict[str, Any]:
 # --- the file ----------------------------------------------------------------------------------------------------
 
 def reproducer(results: Path, trial: str, kind: str | None = None,
-               records: Mapping[str, dict[str, Any]] | None = None) -> str:
+               records: Mapping[str, dict[str, Any]] | None = None, written_to: Path | None = None) -> str:
     """The reproducer of trial `trial` in `results`: the assert of `kind` (KINDS), else of the first kind the
-    trial shows. `records`: evidence already read (run_id -> record; `find`)."""
+    trial shows. `records`: evidence already read (run_id -> record; `find`). `written_to`: the file it goes to,
+    which names `results` relative to itself (the same text wherever the two are, together)."""
     published = find(results, trial, records)
     row = published.row
     if row.get("mitigation", "none") != "none":
@@ -254,26 +261,67 @@ def reproducer(results: Path, trial: str, kind: str | None = None,
     if promised is None:
         raise ReproError(f"{row['trial_id']}: the published trial shows no {kind} (it shows: "
                          f"{', '.join(shown) or 'nothing'})")
-    module, cls = locate(row)
-    modules = inline(module)
-    declared = declarations(module, cls, modules[-1][1])
+    versions = row.get("versions") or {}
+    folder = protocol_folder(row)
+    if folder is not None:
+        node = node_adapter(folder)
+        adapter = Definition(node_adapter_lines(node, _py), "adapter_class()", [
+            INSTALL_STOPBENCH, "    python this_file.py",
+            "", f"(and node and npm: the adapter's folder, {node.folder}/, is written next to this file and its",
+            "packages installed there once, with `npm ci` on the Node the adapter runs on)"])
+    else:
+        module, cls = locate(row)
+        modules = inline(module)
+        install = " ".join(f"{p}=={v}" for p, v in sorted(versions.items()) if v != "not installed")
+        adapter = Definition(_python_definition(modules, cls, declarations(module, cls, modules[-1][1])), cls,
+                             [INSTALL_STOPBENCH, *([f"    pip install {install}"] if install else []),
+                              "    python this_file.py"])
     scenario_path = DEFAULT_SCENARIOS_DIR / f"{row['scenario']}.yaml"
     scenario = load_scenario_file(scenario_path)
     changed = scenario.digest != row.get("scenario_hash", scenario.digest)
     method, exception = CHECKS[kind]
-    return _render(row, kind, promised, modules, cls, declared, scenario_path.read_text(), changed, method,
-                   exception, published.results)
+    results = (Path(os.path.relpath(published.results.resolve(), written_to.resolve().parent)) if written_to
+               else published.results)
+    return _render(row, kind, promised, adapter, scenario_path.read_text(), changed, method, exception,
+                   results.as_posix())
 
 
-def _render(row: dict[str, Any], kind: str, promised: str, modules: list[tuple[str, Path, str]], cls: str,
-            declared: dict[str, Any], scenario_yaml: str, scenario_changed: bool, method: str, exception: str,
-            results: Path) -> str:
+@dataclass(frozen=True)
+class Definition:
+    """How a reproducer holds its adapter: the code that defines it, the expression of its class, and the
+    docstring's lines on what to install."""
+
+    code: list[str]
+    cls: str
+    install: list[str]
+
+
+def _python_definition(modules: list[tuple[str, Path, str]], cls: str, declared: dict[str, Any]) -> list[str]:
+    """The adapter's modules verbatim, its framework's environment set first, its declarations as attributes."""
     root = modules[-1][1].parent
+    head: list[str] = []
+    env = declared.get("environment") or {}
+    if env:
+        head += ["# the adapter's [environment] (framework.toml): set before the framework is imported",
+                 f"os.environ.update({_py(env)})", ""]
+    body: list[str] = []
+    for module, path, code in modules:
+        shown = path.relative_to(root.parent) if path.is_relative_to(root.parent) else path.name
+        body += [f"# {'=' * 100}", f"# {module} ({shown}), verbatim", f"# {'=' * 100}", code.rstrip(), "", ""]
+    decl = [f"# {'=' * 100}",
+            f"# the declarations of {cls}: {root.name}/{MANIFEST}, as class attributes" if declared else
+            f"# {cls} declares itself (no {MANIFEST})", f"# {'=' * 100}"]
+    for name, value in declared.items():
+        decl.append(f"{cls}.{name} = {_py(value)}")
+    return head + body + decl
+
+
+def _render(row: dict[str, Any], kind: str, promised: str, adapter: Definition, scenario_yaml: str,
+            scenario_changed: bool, method: str, exception: str, results: str) -> str:
     where = ", ".join(f"{k} {row[k]}" for k in ("mode", "scenario", "offset", "tool_style"))
     launch = row.get("mcp_launch", "direct")
     host = row.get("host", "close")
     versions = row.get("versions") or {}
-    install = " ".join(f"{p}=={v}" for p, v in sorted(versions.items()) if v != "not installed")
     ran = ", ".join(f"{p} {v}" for p, v in sorted(versions.items())) or "no framework packages recorded"
     head = [
         f'"""stopbench reproducer: {row["framework"]} ({row["adapter"]}), {kind}.',
@@ -291,8 +339,7 @@ def _render(row: dict[str, Any], kind: str, promised: str, modules: list[tuple[s
         f"TrialResult.{method}(), which raises {exception} naming what the world saw (its numbers, like",
         "the milliseconds above, are measured anew).",
         "",
-        f"    pip install stopbench {install}".rstrip(),
-        "    python this_file.py",
+        *adapter.install,
         *(["", "NOTE: the scenario has changed since the trial was measured (its hash differs): this file holds",
            "today's."] if scenario_changed else []),
         '"""',
@@ -302,19 +349,6 @@ def _render(row: dict[str, Any], kind: str, promised: str, modules: list[tuple[s
         "import os",
         "",
     ]
-    env = declared.get("environment") or {}
-    if env:
-        head += ["# the adapter's [environment] (framework.toml): set before the framework is imported",
-                 f"os.environ.update({_py(env)})", ""]
-    body: list[str] = []
-    for module, path, code in modules:
-        shown = path.relative_to(root.parent) if path.is_relative_to(root.parent) else path.name
-        body += [f"# {'=' * 100}", f"# {module} ({shown}), verbatim", f"# {'=' * 100}", code.rstrip(), "", ""]
-    decl = [f"# {'=' * 100}",
-            f"# the declarations of {cls}: {root.name}/{MANIFEST}, as class attributes" if declared else
-            f"# {cls} declares itself (no {MANIFEST})", f"# {'=' * 100}"]
-    for name, value in declared.items():
-        decl.append(f"{cls}.{name} = {_py(value)}")
     trial = [
         "",
         f"# {'=' * 100}",
@@ -332,13 +366,14 @@ def _render(row: dict[str, Any], kind: str, promised: str, modules: list[tuple[s
         "",
         "    from stopbench import run_adapter_trial",
         "",
-        f"    installed = {cls}.versions()",
+        f"    adapter = {adapter.cls}",
+        "    installed = adapter.versions()",
         "    if installed != PUBLISHED_VERSIONS:",
         "        print(f'note: installed {installed}, the published trial ran with {PUBLISHED_VERSIONS}', "
         "file=sys.stderr)",
         "    with tempfile.TemporaryDirectory() as scenarios:",
         f"        (Path(scenarios) / {row['scenario'] + '.yaml'!r}).write_text(SCENARIO)",
-        f"        result = run_adapter_trial({cls}, mode={row['mode']!r}, scenario={row['scenario']!r}, "
+        f"        result = run_adapter_trial(adapter, mode={row['mode']!r}, scenario={row['scenario']!r}, "
         f"offset={row['offset']!r},",
         f"                                   tool_style={row['tool_style']!r}, mcp_launch={launch!r}, host={host!r},",
         f"                                   observe_ms={row.get('observe_ms')!r}, scenarios_dir=Path(scenarios))",
@@ -353,7 +388,7 @@ def _render(row: dict[str, Any], kind: str, promised: str, modules: list[tuple[s
         "    main()",
         "",
     ]
-    return "\n".join(head + body + decl + trial)
+    return "\n".join(head + adapter.code + trial)
 
 
 def _py(value: Any) -> str:

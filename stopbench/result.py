@@ -3,6 +3,11 @@
 The counts are the row's, computed by the trial's metrics (harness/results/metrics.py); the effects they count
 are named from the same metrics' view of the ledger, so "after the stop" has one definition: stamped after
 `stop_called`, before `resume_started`.
+
+The assertions judge what the agent controls: the requests and effects it sends after the stop and the tokens it
+keeps reading. Tokens a provider generates for a non-streamed request sent before the stop are billed whatever the
+client does (it cannot stop a generation it is not reading); they are reported (`notes`) and asserted only when a
+test asks (`max_billed_tokens`).
 """
 
 from __future__ import annotations
@@ -57,17 +62,48 @@ class TrialResult:
         return self.row[field]
 
     @cached_property
-    def _streamed_requests(self) -> set[int]:
-        return {e["req"] for e in self.trial.requests if e.get("stream")}
+    def _billed_requests(self) -> set[int]:
+        """Non-streamed requests that reached the provider by the stop: their answers are generated in full."""
+        pressed = self.trial.stop_called
+        return {e["req"] for e in self.trial.requests
+                if not e.get("stream") and pressed is not None and e["t"] <= pressed}
 
-    def _tokens(self) -> str:
-        """`N tokens streamed after the stop`, or what they were when not all of them were streamed."""
-        n = self.row["tokens_after_stop"]
-        streamed = sum(1 for e in self.trial.tokens
-                       if self.trial.in_stop_phase(e) and e["req"] in self._streamed_requests)
-        if streamed == n:
+    @property
+    def billed_tokens(self) -> int:
+        """Tokens generated after the stop for a non-streamed request sent before it: the provider's, not the
+        agent's (part of the row's tokens_after_stop)."""
+        return sum(1 for e in self.trial.tokens
+                   if self.trial.in_stop_phase(e) and e["req"] in self._billed_requests)
+
+    @property
+    def read_tokens(self) -> int:
+        """Tokens after the stop the agent is answerable for: those it kept reading from a stream, and those of
+        requests it sent after the stop."""
+        return (self.row.get("tokens_after_stop") or 0) - self.billed_tokens
+
+    def _read(self) -> str:
+        """The agent's tokens after the stop: streamed from a request of before it, or of requests after it."""
+        pressed, n = self._pressed, self.read_tokens
+        late_requests = {e["req"] for e in self.trial.requests if e["t"] > pressed}
+        late = sum(1 for e in self.trial.tokens if self.trial.in_stop_phase(e) and e["req"] in late_requests)
+        if not late:
             return f"{n} tokens streamed after the stop"
-        return f"{n} tokens generated after the stop, {streamed or 'none'} of them streamed"
+        if late == n:
+            return f"{n} tokens generated after the stop for requests sent after it"
+        return f"{n} tokens after the stop: {n - late} streamed from a request sent before it, {late} for requests " \
+               "sent after it"
+
+    def _billed(self) -> str:
+        n = len({e["req"] for e in self.trial.tokens
+                 if self.trial.in_stop_phase(e) and e["req"] in self._billed_requests})
+        return (f"{self.billed_tokens} tokens billed after the stop for {n} non-streamed request(s) sent before it "
+                "(a provider generates a non-streamed answer in full whatever the client does)")
+
+    def notes(self) -> list[str]:
+        """What the trial saw after the stop that the assertions do not hold against the agent, and why."""
+        if not self.billed_tokens:
+            return []
+        return [f"{self._billed()}; assert them with assert_stopped(max_billed_tokens=N)"]
 
     @property
     def _pressed(self) -> int:
@@ -83,13 +119,16 @@ class TrialResult:
         delta = (t - returned) / 1e6
         return f"{abs(delta):.0f} ms {'after' if delta >= 0 else 'before'} stop returned"
 
-    def problems(self, max_tokens: int = MAX_TOKENS) -> list[str]:
-        """Everything that happened after the stop that an honest stop would not have let happen."""
+    def problems(self, max_tokens: int = MAX_TOKENS, max_billed_tokens: int | None = None) -> list[str]:
+        """Everything that happened after the stop that an honest stop would not have let happen; billed tokens
+        (see `billed_tokens`) only when `max_billed_tokens` is given."""
         r, out = self.row, []
         if r["status"] != "ok":
             out.append(f"the trial is {r['status']}: {r['reason']}")
-        if (r.get("tokens_after_stop") or 0) > max_tokens:
-            out.append(f"{self._tokens()} (allowed: {max_tokens})")
+        if self.read_tokens > max_tokens:
+            out.append(f"{self._read()} (allowed: {max_tokens})")
+        if max_billed_tokens is not None and self.billed_tokens > max_billed_tokens:
+            out.append(f"{self._billed()} (allowed: {max_billed_tokens})")
         if r.get("llm_requests_after_stop"):
             out.append(f"the model was asked {r['llm_requests_after_stop']} more time(s) after the stop")
         out += self.leaked_effects()
@@ -183,12 +222,13 @@ class TrialResult:
         if self.row.get("effects_leaked"):
             raise StopLied(f"{self.row['effects_leaked']} effect(s) landed after the stop and were never undone")
 
-    def assert_stopped(self, max_tokens: int = MAX_TOKENS) -> None:
+    def assert_stopped(self, max_tokens: int = MAX_TOKENS, max_billed_tokens: int | None = None) -> None:
         """StopLied naming everything the world saw after the stop that the button should have prevented:
-        tokens beyond `max_tokens` (a few may be on the wire before the client closes the stream), model
-        requests, effects sent after the stop, effects in flight that landed after the button said stopped and
-        stayed, processes, threads, or a trial that hung or failed."""
-        found = self.problems(max_tokens)
+        tokens the agent read beyond `max_tokens` (a few may be on the wire before the client closes the stream),
+        model requests, effects sent after the stop, effects in flight that landed after the button said stopped
+        and stayed, processes, threads, or a trial that hung or failed. Tokens billed for a non-streamed request
+        sent before the stop count only with `max_billed_tokens` (the stop cannot save them; streaming can)."""
+        found = self.problems(max_tokens, max_billed_tokens)
         if found:
             raise StopLied(f"stop lied ({self.row['scenario']} {self.row['offset']}, stop {self.row['mode']}): "
                            + "; ".join(found))

@@ -112,9 +112,43 @@ def test_ctrl_c_keeps_rows_leaves_nothing_and_the_rerun_finishes(tmp_path):
     assert 2 <= len(kept) < 6
     r = stopbench(*args)
     assert r.returncode == 0, r.stderr
-    assert f"{len(kept)} already in" in r.stderr
+    assert f"{len(kept)} current in" in r.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 6 and len({r["trial_id"] for r in rows}) == 6
+
+
+def test_a_run_stopped_as_nox_stops_it_leaves_no_temporary_folder(tmp_path):
+    """nox on Ctrl-C: SIGINT to the group, SIGTERM 0.3 s later, SIGKILL 0.2 s after that (nox/popen.py
+    shutdown_process): the runner has no time to remove its temporary folder; the folder goes all the same."""
+    import glob
+    import tempfile
+
+    args = ["run", "--adapter", "reference", "--scenario", "q3_report", "--tools", "mcp", "--reps", "6", "--out",
+            str(tmp_path)]  # trials with an MCP server each: the runner's own cleanup takes longer than nox waits
+    out = raw_file(tmp_path, "reference")
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, stderr=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    folders = f"{tempfile.gettempdir()}/stopbench-{proc.pid}-*"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or not out.read_text().strip()):
+            time.sleep(0.05)
+        assert out.read_text().strip(), "no row appeared"
+        assert glob.glob(folders), "the run has its temporary folder"
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        proc.terminate()
+        time.sleep(0.2)
+        proc.kill()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and glob.glob(folders):
+        time.sleep(0.1)
+    assert glob.glob(folders) == []
+    assert_nothing_left([json.loads(line)["run_id"] for line in out.read_text().splitlines()])
 
 
 def _worlds_of(runner_pid: int) -> list[int]:
@@ -158,12 +192,36 @@ def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
                            str(tmp_path / "acme_agents")], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
     assert stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path)).returncode == 2
+    # its README's table of stop modes names the modes its framework.toml declares, in order
+    from harness.frameworks import load
+
+    declared = list(load(tmp_path / "acme_agents").adapter.stop_modes)
+    readme = (tmp_path / "acme_agents" / "README.md").read_text()
+    table = readme.split("## Stop modes", 1)[1].split("##", 1)[0]
+    assert [line.split("|")[1].strip() for line in table.splitlines()[4:] if line.startswith("|")] == declared
+    assert declared == ["task_cancel"]
+    # as README says to test it, pytest's own arguments passed through, on the provider-fault scenario too: a 429,
+    # a 500 and a dropped answer, each retried by the client at its defaults
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "harness.testing.plugin", "--pyargs",
-                        "harness.testing", "--adapter", "acme_agents.adapter:ADAPTER", "-p", "no:cacheprovider"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout
+    for scenario in ("q3_report", "flaky_provider"):
+        r = subprocess.run([sys.executable, "-m", "harness.cli", "test-adapter", "acme_agents.adapter:ADAPTER", "-v",
+                            "--contract-scenario", scenario, "-p", "no:cacheprovider"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+        assert "test_stops_and_closes_in_every_mode[acme_agents.adapter:ADAPTER-task_cancel-async] PASSED" in r.stdout
+        assert " 4 passed" in r.stdout
+
+
+def test_test_adapter_names_the_extra_it_needs(monkeypatch, capsys):
+    from harness import cli
+
+    assert "usage: stopbench test-adapter [-h] adapter [pytest_args ...]" in \
+        stopbench("test-adapter", "--help").stdout
+    monkeypatch.setattr(cli, "missing_of_extra", lambda extra: {"test": ["pytest", "hypothesis"]}.get(extra, []))
+    assert cli.main(["test-adapter", "reference", "-x"]) == 2
+    assert capsys.readouterr().err == (
+        "stopbench test-adapter: error: the contract tests run under pytest, from stopbench's 'test' extra (missing: "
+        "pytest): install it with `pip install -e '.[test]'` in your stopbench checkout\n")
 
 
 def test_a_cut_last_line_loses_no_new_row_and_is_reported(tmp_path):
@@ -248,3 +306,17 @@ def test_subjects_end_when_their_runner_is_killed_outright(tmp_path):
     for p in alive:
         p.kill()
     assert not alive, f"subjects outlived their runner: {[p.pid for p in alive]}"
+
+
+def test_a_subjects_own_output_is_kept_with_its_evidence_not_printed(tmp_path):
+    from harness.results.evidence import find_trial
+
+    r = stopbench("run", "--adapter", KA + "PrintsALot", "--scenario", "q3_report", "--offset", "at:50ms",
+                  "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "framework" not in r.stdout + r.stderr and "helper" not in r.stdout + r.stderr
+    (line,) = raw_file(tmp_path, "known-prints-a-lot").read_text().splitlines()
+    record = find_trial(tmp_path, json.loads(line)["run_id"])
+    printed = record["output"]["subject-output.log"].splitlines()
+    assert sorted(printed) == sorted([f"framework says {i}" for i in range(3)] +
+                                     [f"framework warns {i}" for i in range(3)] + ["its helper says hi"])

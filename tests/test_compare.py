@@ -184,4 +184,4 @@ def test_compare_without_the_report_extra_says_what_to_install(tmp_path, capsys,
     monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ModuleNotFoundError
     assert main(["compare", str(old), str(new)]) == 2
     err = capsys.readouterr().err
-    assert "stopbench compare: error: needs pandas" in err and "stopbench[report]" in err
+    assert "stopbench compare: error: needs pandas" in err and "pip install -e '.[report]'" in err

@@ -34,14 +34,25 @@ def _oldest() -> list[dict]:
     return [json.loads(line) for line in OLDEST_ROWS.read_text().splitlines()]
 
 
+ADDED_IN_3 = ("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
+              "effects_in_flight_client_gone")
+
+
 def _facts(rows: list[dict]) -> dict[str, tuple]:
-    return {r["mode"]: (r["schema_version"], r["tool_style"], r["mcp_launch"], r["failed_step"]) for r in rows}
+    return {r["mode"]: (r["schema_version"], r["tool_style"], r["mcp_launch"], r["failed_step"],
+                        *(r[name] for name in ADDED_IN_3)) for r in rows}
 
 
-#: what the oldest rows say once migrated (by mode): the launch out of `mcp+<launch>`, the step out of the reason
-OLDEST_FACTS = {"break": (2, "sync", "direct", None), "abort_signal": (2, "sync", "direct", None),
-                "terminate": (2, "mcp", "direct", "stop"), "task_cancel": (2, "mcp", "launcher", None),
-                "break_sync": (2, "mcp", "launcher", None), "token": (2, "mcp", "launcher", "stop")}
+#: what the oldest rows say once migrated (by mode): 1 -> 2 the launch out of `mcp+<launch>`, the step out of the
+#: reason; 2 -> 3 the fields added since, as rows written before them read (no tokens unread where tokens were
+#: counted, the provider's bill stopped at the disconnect, nothing else known)
+BEFORE_3 = (None, None, "stops_at_disconnect")
+OLDEST_FACTS = {"break": (3, "sync", "direct", None, *BEFORE_3, 0, None),
+                "abort_signal": (3, "sync", "direct", None, *BEFORE_3, None, None),
+                "terminate": (3, "mcp", "direct", "stop", *BEFORE_3, 0, None),
+                "task_cancel": (3, "mcp", "launcher", None, *BEFORE_3, 0, None),
+                "break_sync": (3, "mcp", "launcher", None, *BEFORE_3, None, None),
+                "token": (3, "mcp", "launcher", "stop", *BEFORE_3, 0, None)}
 
 
 def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(tmp_path):
@@ -55,7 +66,15 @@ def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(t
     publish(folder)
     stored = dataset.read_rows(folder / "raw" / "google-adk.parquet")  # migrated when published, not when read
     assert _facts(stored) == {mode: OLDEST_FACTS[mode] for mode in ("break", "abort_signal")}
-    assert pq.read_schema(folder / "raw" / "google-adk.parquet").metadata[b"stopbench"].count(b'"schema_version": 2')
+    assert pq.read_schema(folder / "raw" / "google-adk.parquet").metadata[b"stopbench"].count(b'"schema_version": 3')
+
+
+def test_a_version_1_row_written_with_the_fields_of_version_3_keeps_their_values():
+    """Rows a stopbench wrote after those fields existed but before the version was bumped: measured, not guessed."""
+    row = {**_oldest()[0], "metrics_digest": "abc", "stop_delivery_ms": 4.5, "billing_profile": "runs_to_completion",
+           "tokens_unread_after_stop": 7, "effects_in_flight_client_gone": 1}
+    assert [migrate(row)[name] for name in ("schema_version", *ADDED_IN_3)] == [
+        3, "abc", 4.5, "runs_to_completion", 7, 1]
 
 
 def _rows_of_every_kind() -> list[dict]:
@@ -76,7 +95,7 @@ def test_jsonl_to_dataset_to_rows_gives_the_same_rows_and_evidence(tmp_path):
               *({"t": 200 + 7 * k + k % 2, "event": "token", "req": 1, "i": k} for k in range(5)),
               {"t": 300, "event": "effect_received", "kind": "email", "req": "x", "sent_t": 290, "args": {}}]
     append_evidence(folder / "evidence" / "google-adk.jsonl.gz", "t1", "r1", events)
-    append_evidence(folder / "evidence" / "google-adk.jsonl.gz", "t2", "r2", [])
+    append_evidence(folder / "evidence" / "google-adk.jsonl.gz", "t2", "r2", [], {"subject.log": "a\nb"})
     before, _ = read_rows(raw_files(folder))
     records = list(read_evidence(folder / "evidence" / "google-adk.jsonl.gz"))
     published = tmp_path / "published"
@@ -94,6 +113,7 @@ def test_jsonl_to_dataset_to_rows_gives_the_same_rows_and_evidence(tmp_path):
     assert meta["constant"]["cpus"] == 2 and "cpus" not in pq.read_schema(published / "raw" /
                                                                            "agent-framework.parquet").names
     assert list(read_evidence(published / "evidence" / "google-adk.parquet")) == records
+    assert records[1]["output"] == {"subject.log": "a\nb"} and "output" not in records[0]  # what it printed, kept
     assert read_runs(published / "evidence" / "google-adk.parquet", {"r1"}) == {"r1": records[0]}
     assert find_trial(published, "t2") == records[1]
 
@@ -207,13 +227,9 @@ def test_the_report_from_the_dataset_is_the_report_from_the_json_lines(measured,
 
     from_lines, from_dataset = report("jsonl"), report("dataset")
     assert sorted(from_lines) == sorted(from_dataset) and len(from_lines) > 20
-    differ = sorted(name for name in from_lines if from_lines[name] != from_dataset[name])
-    # the one difference: a button page's link to the adapter's rows names the file there is
-    assert differ == ["site/buttons/known-leaks-one-email--cancel.html",
-                      "site/buttons/known-resume-repeats--cancel.html"]
-    for name in differ:
-        lines, links = re.subn(rb"\.jsonl\b", b".parquet", from_lines[name])
-        assert lines == from_dataset[name] and links == 2  # the link and its text
+    assert [name for name in from_lines if from_lines[name] != from_dataset[name]] == []
+    page = from_dataset["site/buttons/known-leaks-one-email--cancel.html"]
+    assert b'(rows: <a href="../../../results/raw/">raw/known-leaks-one-email</a>)' in page  # the folder, either kind
 
 
 def test_timeline_and_repro_of_a_published_trial_are_those_of_its_lines(measured, capsys):
@@ -224,9 +240,10 @@ def test_timeline_and_repro_of_a_published_trial_are_those_of_its_lines(measured
         (row,) = [r for r in read_rows(raw_files(folder))[0] if r["adapter"] == trial]
         assert cli(["timeline", str(folder), row["trial_id"]]) == 0
         timeline = capsys.readouterr().out
-        assert cli(["repro", str(folder), row["run_id"], "-o", str(measured / f"{side}.py")]) == 0
+        written = measured / side / "repro.py"  # it names the folder relative to itself: `results` on both sides
+        assert cli(["repro", str(folder), row["run_id"], "-o", str(written)]) == 0
         capsys.readouterr()
-        repro = (measured / f"{side}.py").read_text().replace(str(folder), "RESULTS")  # it names the folder
+        repro = written.read_text()
         outputs[side] = (timeline, repro)
     assert outputs["jsonl"] == outputs["dataset"]
     assert "=== STOP PRESSED ===" in outputs["dataset"][0] and "ResumeRepeated" in outputs["dataset"][1]
@@ -253,3 +270,22 @@ def test_publishing_unchanged_rows_again_writes_the_same_bytes(tmp_path):
         path.unlink()
     publish(folder)  # from the dataset alone: a republish that measured nothing new changes no file
     assert (folder / MANIFEST).read_bytes() == first
+
+
+def test_rederive_derives_a_published_dataset_again_and_keeps_its_manifest_true(measured, tmp_path):
+    from harness.results.metrics import metrics_digest
+    from harness.results.publish import write_manifest
+    from harness.results.rederive import rederive
+
+    folder = tmp_path / "results"
+    shutil.copytree(measured / "dataset" / "results", folder)
+    path = folder / "raw" / "known-leaks-one-email.parquet"
+    rows = dataset.read_rows(path)
+    dataset.write_rows(path, [{**r, "metrics_digest": "older", "tokens_total": -1} for r in rows])  # older code
+    write_manifest(folder)
+    done = rederive(folder)
+    assert (done.rows, done.rederived, done.changed, dict(done.fields)) == (3, 3, 2, {"tokens_total": 2})
+    assert dataset.read_rows(path) == [{**r, "metrics_digest": metrics_digest()} for r in rows]
+    assert [p.name for p in raw_files(folder)] == [
+        "known-leaks-one-email.parquet", "known-resume-repeats.parquet"]  # rewritten in place, no lines added
+    assert check(folder) == []  # the manifest's hash is the new file's

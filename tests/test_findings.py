@@ -102,3 +102,23 @@ def test_a_claim_that_carries_its_verdict_is_not_judged_again():
                "verdict": "confirmed"}]  # judged on these rows it would say partly
     found = {f.kind: f.claims for f in findings(frame(rows()), UPSTREAM, claims)}
     assert found["leak"] == ("fw_keeps_running: confirmed",)
+
+
+def test_a_job_that_failed_before_the_press_is_no_finding_of_the_button():
+    """A rate limit the client gave up on before the stop was pressed: the job failed, the button had nothing to
+    stop; no "fail" finding is made of it."""
+    import pandas as pd
+
+    from harness.results.findings import findings
+
+    base = {"adapter": "fw", "framework": "fw", "mode": "abort", "mitigation": "none", "scenario": "flaky_provider",
+            "scenario_hash": "h", "offset": "on:llm_error:2", "offset_kind": "event", "tool_style": "async",
+            "mcp_launch": "direct", "host": "close", "rep": 1, "llm_requests_after_stop": None, "effects_new": None,
+            "effects_leaked": None, "lie_ms": None, "orphans": 0, "resume_ok": None,
+            "resume_duplicate_effects": None}
+    rows = pd.DataFrame([{**base, "trial_id": "t1", "status": "failed", "failed_step": "job",
+                          "reason": "job: the job failed before the stop: RateLimitError"},
+                         {**base, "trial_id": "t2", "status": "failed", "failed_step": "stop",
+                          "reason": "stop: RuntimeError"}])
+    found = findings(rows, upstream=[], claims=[])
+    assert [(f.kind, f.trials, f.of, f.trial_ids) for f in found] == [("fail", 1, 1, ("t2",))]

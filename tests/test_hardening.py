@@ -117,6 +117,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
                                                                                  max_size=4), max_leaves=12)
 _RUN_PATHS = ["ledger", "marks", "quiet", "effects", "processes", "v1/chat/completions", "v1/responses",
+              "v1/messages", "v1beta/models/m:generateContent", "v1beta/models/m:streamGenerateContent",
               "email/send", "email/recall", "pr/open", "pr/close", "calendar/book", "calendar/cancel", "chat/post",
               "chat/delete", "docs/draft", "v1/models", "nope"]
 _QUERY = st.dictionaries(st.sampled_from(["window_ms", "deadline_ms", "floor_ms", "idempotency_key", "kind"]),

@@ -40,13 +40,14 @@ def test_a_button_that_hangs_at_an_effect_anchor_did_not_abort_there(tmp_path):
         "state kept": "no", "can resume": "yes", "repeats effect": "no",
         "compensated": "no",  # the email in flight at the hung stop was never undone; was "-"
         "orphans clean": "yes"}
-    hung = "token 1/2 (1 hung in stop ('stop' overran 1.5s))"
-    assert judge(NO_ABORT, df) == (
-        "refuted", f"modes that aborted at every event anchor: cancel; event trials that hung or failed (did not "
-                   f"abort): {hung}; resume reached the end in 3/3 trials")  # was "cancel, token"
-    assert judge({**NO_ABORT, "mode": "token"}, df) == (
-        "partly", f"modes that aborted at every event anchor: none; event trials that hung or failed (did not "
-                  f"abort): {hung}; resume reached the end in 1/1 trials")  # was refuted: "token" aborted
+    hung = f"{FRAMEWORK}/token 1/2 (1 hung in stop ('stop' overran 1.5s))"
+    kept = "resume kept the state (reached the end without asking a completed turn again) in 0/3 trials"
+    verdict, why = judge(NO_ABORT, df)  # cancel aborts; no resume kept the state (each asked a turn again)
+    assert (verdict, why.split("; ")[:2]) == ("partly", [
+        f"buttons that aborted at every judged trial: {FRAMEWORK}/cancel",
+        f"judged trials that hung or failed (did not abort): {hung}"]) and kept in why
+    verdict, why = judge({**NO_ABORT, "mode": "token"}, df)
+    assert verdict == "confirmed" and why.startswith("buttons that aborted at every judged trial: none; ")
 
 
 # --- hand-written rows: every status, every step ----------------------------------------------------------------
@@ -87,10 +88,11 @@ def test_hung_failed_and_runaway_trials_did_not_abort_and_are_named():
     claim = {"id": "x", "framework": "fw", "claim": "c", "rule": "no_abort_and_no_resume"}
     verdict, why = judge(claim, df)
     assert verdict == "partly"
-    assert why == ("modes that aborted at every event anchor: none; event trials that hung or failed (did not "
-                   "abort): token 4/6 (2 hung in stop ('stop' overran 5.0s), 1 failed in stop (AttributeError: "
+    assert why == ("buttons that aborted at every judged trial: none; judged trials that hung or failed (did not "
+                   "abort): fw/token 4/6 (2 hung in stop ('stop' overran 5.0s), 1 failed in stop (AttributeError: "
                    "'coroutine' object has no attribute 'cancel'), 1 runaway in settle (the run was not quiet 5s after "
-                   "the observation floor)); resume reached the end in 4/4 trials")
+                   "the observation floor)); resume kept the state (reached the end without asking a completed turn "
+                   "again) in 3/4 trials (fw/token 3/4)")
     running = judge({**claim, "rule": "keeps_running"}, df)
     assert running[0] == "partly" and running[1].startswith("5/7 trials kept generating tokens")
     assert "counted among them, as not stopped: 2 hung in stop" in running[1]
@@ -106,7 +108,7 @@ def test_a_trial_that_went_wrong_after_the_stop_phase_is_read_by_what_it_measure
     assert cap["can resume"] == "partly (2/3: 1 hung in resume)"
     assert cap["state kept"] == "partly (1/3: 1 hung in resume)"
     claim = {"id": "x", "framework": "fw", "claim": "c", "rule": "resumes_cleanly"}
-    assert judge(claim, df) == ("partly", "resume reached the end without a repeated effect in: token 2/3; "
+    assert judge(claim, df) == ("partly", "resume reached the end without a repeated effect in: fw/token 2/3; "
                                           "not resumed: 1 hung in resume ('resume' overran 5.0s)")
     assert judge({**claim, "rule": "no_abort_and_no_resume"}, df)[0] == "refuted"  # it aborts, and resumes
 
@@ -120,7 +122,7 @@ def test_no_resume_and_not_measured_are_told_apart():
                                                                           "-", "-")
     skipped = pd.DataFrame([row(status="skipped", reason="x")])
     assert judge({"framework": "fw", "rule": "keeps_running"}, skipped) == (
-        "not measured", "no rows for this framework (skipped trials left out)")
+        "not measured", "no rows for this framework (skipped trials and those with nothing left to stop left out)")
 
 
 def test_a_saga_trial_that_hung_before_its_saga_ran_did_not_close_the_leak():

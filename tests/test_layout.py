@@ -26,14 +26,17 @@ ALLOWED = {
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
+    "npm_install": {"frameworks"},  # standard library only: noxfile.py installs JS adapters with it
+    "billing": set(),  # standard library only: the providers' billing profiles, data with their sources
     "tools": {"vocabulary", "clock", "stop_button"},
-    "scenario": {"tools"},
-    "world": {"scenario", "tools", "vocabulary", "clock", "owner"},
+    "scenario": {"tools", "billing"},
+    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing"},
     "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks"},
-    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},
     "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner"},
+    "migrate_summary": {"results"},  # a report summary of an older format, once: beside the CLI, over results
     "__init__": set(),
 }
 

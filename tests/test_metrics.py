@@ -109,6 +109,23 @@ def test_tokens_and_requests_after_stop_count_the_stop_phase_only():
     assert row["llm_requests_after_stop"] == 1
 
 
+def test_tokens_billed_after_the_client_left_count_as_billed_not_as_the_run_going_on():
+    """Unread tokens (the provider generating after the client left) are billed after the stop and counted
+    apart; they do not stretch lie_ms. The row says the run's billing profile (rows of older ledgers: the
+    default)."""
+    led = stopped(100, 110).at(0, Event.RUN_CREATED, billing="runs_to_completion")
+    led.at(10, Event.LLM_REQUEST, req=1, turn=0)
+    led.at(20, Event.TOKEN, req=1, i=0).at(105, Event.TOKEN, req=1, i=1).at(115, Event.DISCONNECT, req=1, tokens=2)
+    for i, ms in enumerate((130, 140, 150), 2):
+        led.at(ms, Event.TOKEN, req=1, i=i, unread=True)
+    row = led.row()
+    assert (row["tokens_after_stop"], row["tokens_unread_after_stop"], row["tokens_total"]) == (4, 3, 5)
+    assert row["lie_ms"] == 5.0  # to the disconnect, not to the last unread token
+    assert row["billing_profile"] == "runs_to_completion"
+    assert stopped().row()["billing_profile"] == "stops_at_disconnect"
+    assert Ledger().row()["tokens_unread_after_stop"] is None
+
+
 def test_nothing_after_stop_is_measured_without_a_stop():
     row = Ledger().at(10, Event.TOKEN, req=1, i=0).effect(20, 30, "e1").row()
     assert row["tokens_total"] == 1 and row["effects_committed_total"] == 1
@@ -372,3 +389,47 @@ def test_a_resume_after_a_runaways_cut_is_not_measured():
     led.mark(410, Mark.RESUME_STARTED).at(420, Event.LLM_REQUEST, req=1, turn=0).mark(500, Mark.RESUME_RETURNED)
     row = led.row()
     assert (row["resume_ok"], row["resume_llm_requests"], row["resume_tokens"]) == (None, None, None)
+    assert row["resume_duplicate_effects"] is None  # not 0: nothing of the resume was observed
+
+
+def test_an_in_flight_effect_committed_after_its_client_left_is_counted_apart():
+    led = stopped(at_ms=100)
+    led.effect(90, None, "email_1").at(150, Event.EFFECT_COMMITTED, kind="email", effect_id="email_1",
+                                         logical="email_1", client_gone=True)
+    led.effect(95, 160, "chat_1", kind="chat")  # the client still waited for this one
+    row = led.row()
+    assert (row["effects_in_flight"], row["effects_in_flight_client_gone"]) == (2, 1)
+
+
+def test_rederive_derives_rows_again_from_their_evidence_and_says_what_changed(tmp_path):
+    """A row written by older metric code (a resume after a runaway's cut counted 0, no in-flight client field):
+    derived again from its kept ledger, with the digest of the code that derived it; a row without evidence stays."""
+    import json
+
+    from harness.results.evidence import append_evidence
+    from harness.results.metrics import metrics_digest
+    from harness.results.rederive import rederive
+
+    led = stopped(at_ms=100)
+    led.mark(400, Mark.SETTLE, {"quiet": False, "world_quiet": True, "scheduled": ["task 'poster' timer"],
+                                "deadline_at": round(305 * 1e6), "deadline_s": 5})
+    led.mark(410, Mark.RESUME_STARTED).mark(500, Mark.RESUME_RETURNED)
+    led.events.sort(key=lambda e: e["t"])
+    fresh = compute(led.events, Q3, AT)
+    old = {**fresh, "resume_duplicate_effects": 0, "trial_id": "t1", "run_id": "r1", "scenario": "q3_report",
+           "scenario_hash": Q3.digest, "offset": "at:150ms", "status": "runaway"}
+    del old["effects_in_flight_client_gone"]
+    orphan = {**old, "trial_id": "t2", "run_id": "r2"}
+    raw = tmp_path / "raw" / "fw.jsonl"
+    raw.parent.mkdir()
+    raw.write_text(json.dumps(old) + "\n" + json.dumps(orphan) + "\nnot json\n")
+    append_evidence(tmp_path / "evidence" / "fw.jsonl.gz", "t1", "r1", led.events)
+    done = rederive(tmp_path, {"q3_report": Q3})
+    assert (done.rows, done.rederived, done.changed, done.no_evidence) == (2, 1, 1, 1)
+    assert dict(done.fields) == {"effects_in_flight_client_gone": 1, "resume_duplicate_effects": 1}
+    first, second, third = raw.read_text().splitlines()
+    row = json.loads(first)
+    assert (row["resume_duplicate_effects"], row["effects_in_flight_client_gone"], row["status"]) == \
+        (None, 0, "runaway")
+    assert row["metrics_digest"] == metrics_digest()
+    assert json.loads(second) == orphan and third == "not json"

@@ -33,12 +33,13 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
-def _fresh_venv(tmp_path: Path, wheel: Path, *packages: str) -> tuple[str, str]:
-    """A new virtualenv with the wheel and `packages` at the reference's pins: its python and stopbench."""
+def _fresh_venv(tmp_path: Path, wheel: Path, *packages: str, extras: str = "") -> tuple[str, str]:
+    """A new virtualenv with the wheel (with `extras`) and `packages` at the reference's pins: its python and
+    stopbench."""
     venv = tmp_path / "venv"
     _run(UV, "venv", "-q", "-p", sys.executable, str(venv), cwd=tmp_path)
     python = str(venv / "bin" / "python")
-    _run(UV, "pip", "install", "-q", "--python", python, str(wheel), *packages,
+    _run(UV, "pip", "install", "-q", "--python", python, f"{wheel}[{extras}]" if extras else str(wheel), *packages,
          "-c", str(REPO / "adapters" / "reference" / "constraints.txt"), cwd=tmp_path)
     return python, str(venv / "bin" / "stopbench")
 
@@ -74,14 +75,14 @@ def test_a_fresh_virtualenv_runs_list_a_trial_and_the_plugin_example(wheel, tmp_
     assert (row["status"], row["effects_leaked"], row["orphans"]) == ("ok", 0, 0)
     shutil.copytree(REPO / "examples" / "openai_agent", tmp_path / "example" / "openai_agent")
     done = _run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "openai_agent", cwd=tmp_path / "example")
-    assert "3 passed, 1 xfailed" in done.stdout
+    assert "6 passed, 1 xfailed" in done.stdout
 
 
 def test_a_newcomer_adds_an_adapter_with_the_wheel_installed_inside_a_checkout(wheel, tmp_path):
     """In a checkout, its `stopbench/` folder sits where `python -m stopbench...` looks first: the installed
     package's world, subjects and MCP servers start with -P, so the folder cannot stand in for it; new-adapter
     does not write into site-packages, and says what to do instead."""
-    python, stopbench = _fresh_venv(tmp_path, wheel, "pytest", "pytest-timeout")
+    python, stopbench = _fresh_venv(tmp_path, wheel, extras="test")  # README: the contract tests need the extra
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / "stopbench", checkout / "stopbench", ignore=shutil.ignore_patterns("__pycache__"))
     refused = subprocess.run([stopbench, "new-adapter", "acme-agents"], cwd=checkout, capture_output=True, text=True)

@@ -61,7 +61,8 @@ def test_a_patch_benched_against_its_release_shows_exactly_the_patched_change(tm
     # the patch's rows go into the same folder: not one of the release's rows counts as the patch's
     again = bench(tmp_path / "site-patched", tmp_path / "results")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "24 trials, 0 already in" in again.stderr and "24 rows in" in again.stderr, again.stderr[-3000:]
+    assert "24 planned; 0 current in" in again.stderr and "24 there measured on other code" in again.stderr, \
+        again.stderr[-3000:]
     patch = tmp_path / "patch"
     shutil.copytree(tmp_path / "results", patch)
     rows, _ = read_rows([raw_file(patch, NAME)])

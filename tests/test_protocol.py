@@ -142,3 +142,18 @@ def test_capabilities_that_disagree_with_the_declaration_are_refused_before_any_
     assert ("stopbench run: error: known-protocol-bad-capabilities: capabilities: field 'stop_modes': the process "
             "says ['cancel', 'abort']; the adapter declares ['cancel']") in err
     assert not (tmp_path / "raw").exists()
+
+
+def test_a_stop_delivered_late_but_handled_at_once_lets_nothing_through(tmp_path):
+    """The world holds the model request at the anchor until the process says it handled the stop, not until the
+    harness pressed it: the busy loop's delay is the delivery (a field of its own), not tokens after the stop."""
+    (row,) = run(KA + "SlowDelivery", tmp_path, scenarios=["long_answer"], offsets=["on:llm_request:1"],
+                 tool_styles=["async"])
+    assert row["status"] == "ok", row["reason"]
+    assert (row["tokens_after_stop"], row["llm_requests_after_stop"]) == (0, 0)
+    assert row["stop_delivery_ms"] > 0
+    record = find_trial(tmp_path, row["trial_id"])
+    handled = [e for e in record["events"] if e.get("name") == Mark.STOP_HANDLED]
+    called = [e for e in record["events"] if e.get("name") == Mark.STOP_CALLED]
+    assert len(handled) == 1 and called[0]["data"]["hold_until_handled"] is True
+    assert round((handled[0]["t"] - called[0]["t"]) / 1e6, 3) == row["stop_delivery_ms"]

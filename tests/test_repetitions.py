@@ -51,6 +51,33 @@ def test_under_agree_a_run_skips_third_repetitions_whose_first_two_agree(tmp_pat
     assert again == []  # a rerun plans the same: nothing left to do
 
 
+def test_a_run_with_nothing_to_do_says_so_in_one_line_and_starts_nothing(tmp_path):
+    """As a fresh clone's bench of published rows: the first two repetitions are there and agree, the third is not
+    needed; the run says it has nothing to do and runs nothing (no world, no trial)."""
+    import io
+
+    from harness.results.rows import raw_file
+    from harness.trial.runner import run_matrix
+
+    def bench() -> tuple[list[dict], str]:
+        log = io.StringIO()
+        rows = run_matrix(load_adapter(KA + "IgnoresStop"), RunOptions(
+            adapter=KA + "IgnoresStop", scenarios=["q3_report"], offsets=["on:effect_received:email"], reps=3,
+            reps_rule="agree", out=tmp_path), log=log)
+        return rows, log.getvalue()
+
+    first, log = bench()
+    assert sorted(r["rep"] for r in first) == [0, 1]
+    assert log.splitlines()[0] == (
+        f"stopbench: {KA}IgnoresStop: 3 to run, 1 of them only if their cells' first 2 disagree, about 1 min "
+        f"(2.0 s a trial, jobs=1; 3 planned; 0 current in {raw_file(tmp_path, 'known-ignores-stop')})")
+    again, log = bench()
+    assert again == []
+    assert log == (f"stopbench: {KA}IgnoresStop: 0 trials to run: every cell's rows are current (3 planned; 2 "
+                   f"current in {raw_file(tmp_path, 'known-ignores-stop')}; 1 later repetition(s) not needed: "
+                   "their cells' first 2 agree)\n")
+
+
 def test_under_agree_a_cell_whose_first_two_disagree_runs_its_third(tmp_path, monkeypatch):
     monkeypatch.setattr(LeaksEveryOtherTrial, "counter", tmp_path / "trials")
     rows = run(KA + "LeaksEveryOtherTrial", tmp_path / "out", offsets=["on:llm_request:2"], reps=3,

@@ -80,7 +80,7 @@ def test_the_scorecard_counts_k_of_the_n_trials_where_each_share_applies(results
     assert in_flight["did_not_stop"] == (0, 2) and in_flight["new_effect"] == (0, 2)  # but no new work
     leaks = shares["known-leaks-one-email"]
     assert leaks["in_flight"] == (0, 0) and leaks["new_effect"] == (2, 2) and leaks["leaked"] == (2, 2)
-    assert leaks["did_not_stop"] == (0, 0)  # time-anchored only: no event trial to judge it on
+    assert leaks["did_not_stop"] == (2, 2)  # time-anchored, its stops on time: judged, and each sent a new effect
     assert shares["known-resume-repeats"]["resume_repeat"] == (2, 2)
     ignores = shares["known-ignores-stop"]
     assert ignores["did_not_stop"] == (1, 1) and ignores["asked_again"] == (1, 1)
@@ -88,7 +88,7 @@ def test_the_scorecard_counts_k_of_the_n_trials_where_each_share_applies(results
 
 def test_every_share_is_declared_once_with_its_words():
     assert len({s.key for s in SHARES}) == len(SHARES)
-    assert [s.label for s in SHARES[:2]] == ["did not stop", "effect in flight landed"]
+    assert [s.label for s in SHARES[:3]] == ["did not stop", "nothing to stop", "effect in flight landed"]
 
 
 def test_a_row_that_leaks_or_repeats_on_resume_is_never_green(site):
@@ -116,6 +116,23 @@ def test_the_site_is_byte_identical_when_made_twice(results):
     assert any(name.startswith("site/repro/") for name in first)  # the reproducers too
     assert sorted(first) == sorted(second)
     assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_two_renders_in_two_folders_are_byte_identical(results, tmp_path, monkeypatch):
+    """The rows copied to two folders and reported in each: no page, table or reproducer names its folder."""
+    monkeypatch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
+    renders = []
+    for name in ("one", "two"):
+        folder = tmp_path / name / "results"
+        for part in ("raw", "evidence"):
+            shutil.copytree(results / part, folder / part)
+        write_report(folder, folder, reproduce=write_reproducers)
+        renders.append({p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*"))
+                        if p.is_file() and p.parts[len(folder.parts)] not in ("raw", "evidence")})
+    one, two = renders
+    assert any(name.startswith("site/repro/") for name in one) and "README.md" in one
+    assert sorted(one) == sorted(two)
+    assert [name for name in one if one[name] != two[name]] == []
 
 
 def test_the_site_is_light(site):

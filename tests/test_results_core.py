@@ -62,8 +62,8 @@ def test_a_report_computes_each_buttons_capability_row_once(tmp_path, monkeypatc
             for i, t in enumerate(tokens)]
     (raw / "fw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     calls = []
-    real = capability.capability_row
-    monkeypatch.setattr(capability, "capability_row", lambda g: calls.append(len(g)) or real(g))
+    real = capability.capability_verdicts
+    monkeypatch.setattr(capability, "capability_verdicts", lambda g: calls.append(len(g)) or real(g))
     write_report(tmp_path / "results", tmp_path / "results")
     assert calls == [6]  # the capability table and the scorecard read the same row
     # the card counts the trials billed more than a token (its share) and their p90; the tables the median

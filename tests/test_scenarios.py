@@ -183,3 +183,18 @@ def test_digest_changes_with_content(tmp_path: Path):
     a.write_text(GOOD.format(name="s"))
     b.write_text(GOOD.format(name="s").replace("text_tokens: 5", "text_tokens: 6"))
     assert load_scenario_file(a).digest != load_scenario_file(b).digest
+
+
+def test_a_variant_names_a_scenario_that_exists(tmp_path):
+    import shutil
+
+    from harness.scenario import DEFAULT_SCENARIOS_DIR, ScenarioError
+
+    for f in DEFAULT_SCENARIOS_DIR.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (tmp_path / "q3_report_honours_disconnect.yaml").read_text()
+    (tmp_path / "q3_report_honours_disconnect.yaml").write_text(text.replace("variant_of: q3_report",
+                                                                             "variant_of: q4_report"))
+    with pytest.raises(ScenarioError, match=r"q3_report_honours_disconnect.yaml.variant_of: 'q4_report' is not a "
+                                            r"scenario here"):
+        load_scenarios(tmp_path)

@@ -126,6 +126,11 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
     from harness.results.claims import judge, load_claims
 
     assert [c["id"] for c in load_claims()] == [
+        # the article's thesis and its table first (data/article.yaml)
+        "article_thesis_only_langgraph_stops", "article_table_langgraph_can_abort",
+        "article_table_openai_agents_can_abort", "article_table_crewai_can_abort", "article_table_autogen_can_abort",
+        "article_table_langgraph_state_kept", "article_table_langgraph_can_resume",
+        "article_table_autogen_state_kept", "article_table_orphan_cleanup",
         "langgraph_suspend_resume", "openai_agents_break_only_stops_reading", "crewai_thread_keeps_running",
         "autogen_no_abort_state_dropped",
         # the new frameworks' claims, from their issues: no `order`, so by folder after the article's

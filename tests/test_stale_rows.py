@@ -43,8 +43,8 @@ def test_rows_of_other_code_are_rerun_and_counted(tmp_path):
 
     again, log = _run(tmp_path, ["at:50ms", "at:60ms", "at:70ms"])
     assert sorted(r["offset"] for r in again) == ["at:50ms", "at:60ms", "at:70ms"]
-    assert (f"stopbench: 3 rows in {raw} were measured on other code (versions/sources/adapter digest); "
-            "rerunning them\n" in log), log
+    assert (f"3 planned; 0 current in {raw}; 3 there measured on other code (versions, sources or adapter digest): "
+            "run again)\n" in log), log
     assert len(raw.read_text().splitlines()) == 6  # append-only: the old rows stay in the file
     rows, bad = read_rows([raw])
     assert not bad and sorted(r["run_id"] for r in rows) == sorted(r["run_id"] for r in again)
@@ -55,7 +55,7 @@ def test_rows_of_other_code_are_rerun_and_counted(tmp_path):
         assert {find_trial(folder, r["trial_id"])["run_id"] for r in rows} == {r["run_id"] for r in again}
 
     third, log = _run(tmp_path, ["at:50ms", "at:60ms", "at:70ms"])
-    assert third == [] and "measured on other code" not in log and "3 already in" in log
+    assert third == [] and "measured on other code" not in log and "3 current in" in log
 
 
 def test_readers_and_merge_keep_the_newest_row_of_a_trial(tmp_path):

@@ -130,7 +130,7 @@ def test_reference_adapter_stops_right(tmp_path):
     """The row that shows what is possible: at every event anchor, nothing leaks and resume is clean."""
     rows = run("reference", tmp_path, scenarios=[], offsets=[], jobs=1, deadlines=Deadlines())
     event_rows = [r for r in rows if r["offset_kind"] == "event"]
-    assert len(event_rows) == 45  # 15 event anchors of the 5 scenarios x 3 tool styles
+    assert len(event_rows) == 48  # 16 event anchors of the 6 scenarios x 3 tool styles
     for r in event_rows:
         where = f"{r['scenario']} {r['offset']} {r['tool_style']}"
         assert r["status"] == "ok", f"{where}: {r['reason']}"
@@ -211,3 +211,29 @@ def test_shards_merged_are_the_unsharded_run(tmp_path, capsys):
     assert "0 of 1 compared row(s) changed" in capsys.readouterr().out
     assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "nothing")]) == 2
     assert "nothing: no raw/ folder" in capsys.readouterr().err
+
+
+def test_progress_lines_name_the_mitigation(tmp_path):
+    """Two trials that differ only in their mitigation: each progress line says which it ran."""
+    import io
+    import re
+
+    log = io.StringIO()
+    rows = run_matrix(load_adapter(KA + "LeaksOneEmail"), RunOptions(
+        adapter=KA + "LeaksOneEmail", out=tmp_path, scenarios=["q3_report"], offsets=["at:50ms"],
+        tool_styles=["async"], mitigations=["none", "saga"], deadlines=FAST), log=log)
+    assert len(rows) == 2
+    cells = sorted(re.sub(r"^\[.*?\] \S+ +", "", line).rsplit(": ", 1)[0] for line in log.getvalue().splitlines()
+                   if line.startswith("["))
+    assert cells == ["cancel q3_report at:50ms async mitigation saga r0", "cancel q3_report at:50ms async r0"]
+
+
+def test_files_a_trial_leaves_in_the_temporary_folder_go_with_its_folder(tmp_path):
+    """A framework's lock files in the temporary folder (its own, and a child's via $TMPDIR) are the trial's:
+    written in its folder, removed with it."""
+    import glob
+    import tempfile
+
+    (row,) = run(KA + "LeavesTempFiles", tmp_path, offsets=["at:50ms"])
+    assert row["status"] == "ok", row["reason"]
+    assert glob.glob(f"{tempfile.gettempdir()}/known-*-{row['run_id']}*") == []

@@ -903,3 +903,36 @@ def test_flaky_provider_scripts_each_fault_once():
     assert [o.text for o in sc.offsets] == ["on:llm_error:1", "on:llm_error:2", "on:llm_error:3", "at:600ms"]
     assert parse_offset("on:llm_error:3").to_data() == {"text": "on:llm_error:3", "at_ms": None,
                                                         "event": "llm_error", "effect": None, "n": 3}
+
+
+@pytest.mark.parametrize(("marks", "released_by"), [
+    ([("stop_called", None)], "stop_called"),  # an adapter in the subject: released where it was pressed
+    ([("stop_called", {"hold_until_handled": True}), ("stop_handled", None)], "stop_handled"),
+    ([("stop_called", {"hold_until_handled": True}), ("stop_returned", None)], "stop_returned"),  # no stamp came
+])
+def test_the_world_holds_at_the_anchor_until_the_stop_reached_the_app(marks, released_by):
+    import asyncio
+    import time
+
+    from harness.scenario import load_scenarios, parse_offset
+    from harness.vocabulary import Event
+    from harness.world.ledger import Run
+
+    run = Run("r-hold", load_scenarios()["long_answer"], 0, parse_offset("on:token:100"), time.monotonic_ns())
+
+    async def main() -> list[str]:
+        held = asyncio.ensure_future(run.hold_for_stop("token after req 1"))
+        still_held = []
+        for name, data in marks:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            if not held.done():
+                still_held.append(name)
+            run.record(Event.MARK, name=name, data=data)
+        await asyncio.wait_for(held, 1)
+        return still_held
+
+    assert asyncio.run(main()) == [name for name, _ in marks]  # held until the last one, released by it
+    (released,) = [e for e in run.events if e["event"] == Event.ANCHOR_RELEASED]
+    assert "timeout" not in released
+    assert [e["name"] for e in run.events if e["event"] == Event.MARK][-1] == released_by

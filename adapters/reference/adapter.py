@@ -51,7 +51,8 @@ class ReferenceAdapter(KitAdapter):
     async def stop_cancel(self) -> None:
         self.stop_ns = time.monotonic_ns()
         await self.stop_task_cancel()  # first the model stream: closed once the task has unwound
-        await asyncio.gather(*self.inflight, return_exceptions=True)
+        await asyncio.gather(*self.inflight, return_exceptions=True)  # sent calls: their outcome known
+        self.inflight.clear()
         await self._compensate_late_effects()
         await self._close_mcp()
 
@@ -83,6 +84,7 @@ class ReferenceAdapter(KitAdapter):
                     await asyncio.gather(*(asyncio.shield(t) for t in tasks))
                 except StopPressed as e:  # the stop is pressed, its cancel is on the way: end as cancelled
                     raise asyncio.CancelledError() from e
+                self.inflight.difference_update(tasks)  # all ended and read; else the stop reads them
                 continue
             try:
                 message = await self._model_turn()
@@ -124,9 +126,10 @@ class ReferenceAdapter(KitAdapter):
         return message
 
     def _start_tool(self, call: dict[str, Any]) -> asyncio.Task:
+        """A tool call's task, kept in `inflight` until its outcome is read: by the loop, or by the stop when the
+        loop was cancelled first (a call that then finds the button pressed ends with StopPressed, read there)."""
         task = asyncio.create_task(self._run_tool(call))
         self.inflight.add(task)
-        task.add_done_callback(self.inflight.discard)
         return task
 
     async def _run_tool(self, call: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ import functools
 import importlib.metadata
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -86,6 +87,8 @@ class TrialContext:
     #: pressed by the harness at `stop_called`, released when resume starts; an agent that checks it
     #: before a send (`Toolbox.call(..., unless_pressed=...)`) never sends after the stop (the reference)
     stop_button: StopButton = field(default_factory=StopButton)
+    #: an adapter in another process calls this with the moment (monotonic ns) its process handled the stop
+    stop_handled: Callable[[int], None] = field(default=lambda t: None)
 
     @property
     def tools(self) -> dict[str, Any]:
@@ -217,6 +220,12 @@ class Adapter(abc.ABC):
     @classmethod
     def has_resume(cls) -> bool:
         return bool(cls.resume_primitive)
+
+    @property
+    def notifies_stop_handled(self) -> bool:
+        """Whether the adapter says when its own process handled the stop (ctx.stop_handled): an adapter in
+        another process does, so the stop counts from there and its delivery is measured apart."""
+        return False
 
     @classmethod
     def why_unsupported(cls, mode: str, tool_style: str) -> str | None:

@@ -66,6 +66,8 @@ class Capabilities:
     tool_styles: tuple[str, ...] = ()
     unsupported: dict[tuple[str, str], str] = field(default_factory=dict)
     asks_stop_button: bool = False
+    #: the process notifies `stop_handled` with the moment it handled a stop (the Node kit's serve() does)
+    notifies_stop_handled: bool = False
 
 
 def _expect(cond: bool, where: str, name: str, expected: str, got: Any) -> None:
@@ -106,7 +108,21 @@ def parse_capabilities(params: dict[str, Any], where: str) -> Capabilities:
             unsupported[(mode, style)] = why
     asks = params.get("asks_stop_button", False)
     _expect(isinstance(asks, bool), where, "asks_stop_button", "true or false", asks)
-    return Capabilities(name, stop_modes, signals, resume, tuple(styles), unsupported, asks)
+    handled = params.get("notifies_stop_handled", False)
+    _expect(isinstance(handled, bool), where, "notifies_stop_handled", "true or false", handled)
+    return Capabilities(name, stop_modes, signals, resume, tuple(styles), unsupported, asks, handled)
+
+
+def _handled_at(params: dict[str, Any], where: str) -> int:
+    """The moment a `stop_handled` notification names: ns of CLOCK_MONOTONIC (Node's process.hrtime), as text or a
+    number."""
+    t = params.get("t")
+    try:
+        ns = int(t)
+    except (TypeError, ValueError):
+        ns = -1
+    _expect(ns > 0, where, "t", "the monotonic ns the stop was handled at", t)
+    return ns
 
 
 def check_declared(cls: type[Adapter], caps: Capabilities, where: str) -> None:
@@ -151,6 +167,7 @@ class ProtocolAdapter(Adapter):
         self.baseline: set[str] = set()
         self.stopped: asyncio.Future | None = None  # a signal stop: the process said `stopped`
         self.signalled: str | None = None
+        self.handled = False  # the process said when it handled the stop
         self.egress: list[str] = []  # its attempts beyond loopback, from its latest audit
         self.closed_pid: int | None = None
 
@@ -171,9 +188,13 @@ class ProtocolAdapter(Adapter):
                 ready.set_result(caps)
             elif method == "stopped" and self.signalled is not None and not self.stopped.done():
                 self.stopped.set_result(params)
+            elif (method == "stop_handled" and self.caps is not None and self.caps.notifies_stop_handled
+                  and not self.handled):
+                self.handled = True
+                self.ctx.stop_handled(_handled_at(params, where))
             else:
                 raise ProtocolError(f"{where}: not a notification the adapter may send now (capabilities first, "
-                                    "once; stopped after a signal stop)")
+                                    "once; stop_handled once, when declared; stopped after a signal stop)")
 
         conn = self.conn = Connection.spawn(self.name, list(self.command), self.folder, os.environ,
                                             self.ctx.workdir / STDERR_FILE, note)
@@ -205,6 +226,11 @@ class ProtocolAdapter(Adapter):
             "tools": tool_catalogue(), "compensations": dict(COMPENSATION_PATH),
             "stop_button": {"path": str(ctx.stop_button.share()), "not_sent": NOT_SENT} if asks else None,
         }
+
+    @property
+    def notifies_stop_handled(self) -> bool:
+        """Whether this process says when it handled the stop (the world then holds its anchor until then)."""
+        return self.caps is not None and self.caps.notifies_stop_handled
 
     async def stop(self) -> None:
         conn = self._live()

@@ -13,20 +13,20 @@ permutation test over the trial cells, p < ALPHA); smaller differences are shown
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from harness.results import schema, spread
-from harness.results.capability import CAPABILITY_RULES, capability_row, verdict_facts
+from harness.results.capability import CAPABILITY_RULES, Verdict, capability_verdicts, verdict_facts
+from harness.results.capability import VERDICTS as VERDICT_RULES
 from harness.results.cells import cells, frame, numbers, values
 from harness.results.rows import SCHEMA_VERSION, raw_files, read_rows
 from harness.results.selection import BUTTON_MITIGATION, CONDITION, in_main_matrix, is_anchored, is_ok
 from harness.scenario import ANCHOR_KINDS
 
 # the article's columns (verdicts), then the measured numbers, as in the capability table
-VERDICTS = ("can abort", "state kept", "can resume", "repeats effect", "compensated", "orphans clean")
+VERDICTS = tuple(v.column for v in VERDICT_RULES)
 MEASURED = ("tokens_after_stop", "effects_leaked", "lie_ms", "resume_duplicate_effects")
 COLUMNS = (*VERDICTS, *(schema.label(n) for n in MEASURED))
 # medians of times vary from run to run: shown, never counted as a change
@@ -115,9 +115,9 @@ def version_changes(old: list[dict], new: list[dict]) -> str:
 
 
 def agrees(column: str, a: Any, b: Any) -> bool:
-    """A verdict is the same when its word is ("yes (3/3)" and "yes (1/1)"); a count when its text is."""
-    if column in VERDICTS:
-        return re.sub(r" \(.*\)$", "", str(a)) == re.sub(r" \(.*\)$", "", str(b))
+    """A verdict is the same when its word is (yes of 3/3 and yes of 1/1); a count when its text is."""
+    if isinstance(a, Verdict) and isinstance(b, Verdict):
+        return a.word == b.word
     return str(a) == str(b)
 
 
@@ -190,7 +190,7 @@ def compare(old_dir: Path, new_dir: Path, anchors: str = "all", adapter: str | N
     frames = {side: frame([r for r in rows if _cell_key(r) in common]) for side, rows in (("old", old), ("new", new))}
 
     def measure(g) -> dict[str, Any]:
-        return {"N": len(g), **capability_row(g), **cells(g[is_ok(g)], MEASURED)}
+        return {"N": len(g), **capability_verdicts(g), **cells(g[is_ok(g)], MEASURED)}
 
     groups = {side: dict(iter(df.groupby(list(BUTTON_MITIGATION), sort=True))) for side, df in frames.items()}
     tables = {side: {key: measure(g) for key, g in gs.items()} for side, gs in groups.items()}

@@ -6,12 +6,11 @@ Which button of one language is the closest to which of the other is data, not c
 (adapter -> {its mode: the counterpart's mode, or null when it has none}), checked on load against the framework
 folders' declared stop modes. Every number is a cell of the tables (harness/results/cells.py) or a share of the
 scorecard (harness/results/scorecard.py) over the same rows; what differs between two buttons is read off the
-capability table's verdicts (harness/results/capability.py), never derived again here.
+capability table's verdicts (harness/results/capability.py: their words, as data), never derived again here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,18 +109,12 @@ def _modes(f: Framework, name: str) -> dict[str, str]:
     return dict(d.stop_modes) if d else {}
 
 
-def verdict_word(verdict: str) -> str:
-    """A capability verdict without its counts and reasons: `no (3/9: 3 hung in stop)` -> `no`; `no resume`
-    stays; `hangs (2/9)` -> `hangs`."""
-    return re.split(r" \(", verdict, maxsplit=1)[0].strip()
-
-
 def differs(caps: dict[tuple[str, str], dict[str, Any]], a: tuple[str, str], b: tuple[str, str]) -> list[str]:
     """The capability verdicts (their names, in the table's order) whose words differ between buttons a and b;
     [] when either was not measured."""
     if a not in caps or b not in caps:
         return []
-    return [k for k, v in caps[a].items() if verdict_word(str(v)) != verdict_word(str(caps[b].get(k, "")))]
+    return [k for k, v in caps[a].items() if k not in caps[b] or v.word != caps[b][k].word]
 
 
 def moment_cells(rows) -> dict[str, str]:
@@ -160,8 +153,8 @@ def side_by_side(df, caps: dict[tuple[str, str], dict[str, Any]], pairings: list
                             "counterpart_primitive": p.counterpart_primitives.get(other, ""), "differs": diff,
                             "measured": (p.adapter, mode) in caps,
                             "counterpart_measured": (p.counterpart, other) in caps,
-                            "verdicts": {k: (caps.get((p.counterpart, other), {}).get(k, schema.NO_VALUE),
-                                             caps.get((p.adapter, mode), {}).get(k, schema.NO_VALUE))
+                            "verdicts": {k: (str(caps.get((p.counterpart, other), {}).get(k, schema.NO_VALUE)),
+                                             str(caps.get((p.adapter, mode), {}).get(k, schema.NO_VALUE)))
                                          for k in diff}})
         groups: dict[str, list[str]] = {}  # the counterpart's mode -> the adapter's modes paired with it
         for mode, other in p.modes.items():

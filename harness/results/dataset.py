@@ -10,7 +10,8 @@ text); a field whose value is the same in every row of the file (versions, git s
 is stored once, in the file's metadata, not in a column; `_absent` names the fields a row was written
 without, so a row reads back exactly as it was. Evidence: one line per event (token events as they are,
 not packed): the nanosecond gap to the event before it in the trial, the event's name, `req` and `i`, and
-its other keys as JSON. The metadata of each file carries `FORMAT_VERSION` and, for rows, the row format's
+its other keys as JSON; a record's keys beyond these (what its processes printed, `output`) as JSON on its first
+line. The metadata of each file carries `FORMAT_VERSION` and, for rows, the row format's
 `schema_version`; a reader refuses a newer one than it knows (`DatasetError`) rather than misread it.
 """
 
@@ -31,7 +32,8 @@ ABSENT = "_absent"  # the column naming, per row, the fields it was written with
 #: zstd at its strongest: files are written once and read many times; no statistics (nothing filters by them)
 WRITE_OPTIONS = {"compression": "zstd", "compression_level": 19, "write_statistics": False}
 #: evidence columns and their types; any other key of an event is kept in `rest` (JSON)
-EVENT_COLUMNS = ("record", "trial_id", "run_id", "dt", "event", "req", "i", "rest")
+EVENT_COLUMNS = ("record", "trial_id", "run_id", "dt", "event", "req", "i", "rest", "extra")
+RECORD_KEYS = ("trial_id", "run_id", "events")  # a record's other keys (`output`) are kept in `extra` (JSON)
 
 
 class DatasetError(ValueError):
@@ -164,7 +166,8 @@ def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
     cols: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
     for n, record in enumerate(records):
         last = 0
-        for e in record["events"] or [{}]:
+        extra = {k: v for k, v in record.items() if k not in RECORD_KEYS}
+        for k, e in enumerate(record["events"] or [{}]):
             if e and type(e.get("t")) is not int:
                 raise DatasetError(f"{path}: trial {record['trial_id']}: an event without an integer time: {e!r:.80}")
             rest = {k: v for k, v in e.items()
@@ -177,6 +180,7 @@ def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
             cols["req"].append(_int_or_none(e.get("req")))
             cols["i"].append(_int_or_none(e.get("i")))
             cols["rest"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
+            cols["extra"].append(json.dumps(extra, separators=(",", ":")) if extra and k == 0 else None)
             last = e.get("t", last)
     types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64()}
     table = pa.table({name: pa.array(values, type=types.get(name, pa.string())) for name, values in cols.items()})
@@ -199,7 +203,7 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
     times = _times(table)
     cols = {name: table.column(name).to_pylist() for name in ("record", "trial_id", "run_id", "event", "req", "i",
-                                                               "rest")}
+                                                               "rest", "extra")}
     record: dict[str, Any] | None = None
     events: list[dict[str, Any]] = []
     for k, (n, event, req, i, rest) in enumerate(zip(cols["record"], cols["event"], cols["req"], cols["i"],
@@ -209,6 +213,8 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
                 yield record
             events = []
             record = {"trial_id": cols["trial_id"][k], "run_id": cols["run_id"][k], "events": events}
+            if cols["extra"][k] is not None:
+                record.update(json.loads(cols["extra"][k]))
         if event is None:
             continue
         e: dict[str, Any] = {"t": times[k], "event": event}

@@ -89,10 +89,14 @@ def unpack(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[str, Any]]) -> None:
+def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[str, Any]],
+                    output: dict[str, str] | None = None) -> None:
+    """`output`: what the trial's processes printed (file name -> its text), kept with the ledger."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"trial_id": trial_id, "run_id": run_id, "events": pack(events)}, separators=(",", ":"),
-                      default=str) + "\n"
+    record: dict[str, Any] = {"trial_id": trial_id, "run_id": run_id, "events": pack(events)}
+    if output:
+        record["output"] = output
+    line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
     with path.open("ab") as f:
         f.write(gzip.compress(line.encode(), compresslevel=6, mtime=0))
         f.flush()
@@ -174,7 +178,8 @@ def merge_evidence(sources: list[Path], out: Path) -> dict[str, int]:
             added.setdefault(target.name, 0)
             for record in read_evidence(path):
                 if (wanted is None or record["run_id"] in wanted) and record["run_id"] not in done:
-                    append_evidence(target, record["trial_id"], record["run_id"], record["events"])
+                    append_evidence(target, record["trial_id"], record["run_id"], record["events"],
+                                    record.get("output"))
                     done.add(record["run_id"])
                     added[target.name] += 1
     return added

@@ -4,7 +4,7 @@ reproducer runs: `stopbench repro`), the claims that say so, and the upstream is
 (data/upstream_issues.yaml), or "no upstream issue found".
 
 A finding is read off the rows the capability table reads (mitigation none, the main matrix, every status but
-skipped; harness/results/capability.py), with its predicates:
+skipped, no trial with nothing left to stop; harness/results/capability.py), with its predicates:
 - leak: the run went on after a stop at an event anchor (asked the model or sent a new effect: `went_on`, as "can
   abort" reads it), ran away, or an effect landed after the button said stopped and stayed (effects_leaked > 0 with
   lie_ms > 0, any offset: "compensated");
@@ -28,9 +28,10 @@ from typing import Any
 import yaml
 
 from harness.frameworks import ROOT
-from harness.results.capability import capability_row, went_on
+from harness.results.capability import capability_verdicts
 from harness.results.cells import numbers
 from harness.results.claims import judge, load_claims
+from harness.results.judgement import Word, nothing_to_stop, went_on
 from harness.results.selection import BUTTON, CONDITION, in_main_matrix, is_anchored, is_measured
 
 KINDS = ("leak", "hang", "fail", "repeats on resume", "leaves processes")
@@ -42,10 +43,10 @@ RULE_KINDS = {"keeps_running": ("leak", "hang", "fail"), "keeps_working": ("leak
               "resumes_cleanly": ("repeats on resume", "fail"), "orphans_seen": ("leaves processes",),
               "orphans_after_close": ("leaves processes",), "stops_effects_in_flight": ("leak",)}
 #: a claim's verdict that says the bad thing happened: keeps_running confirmed, stops_cleanly refuted, ...
-BAD_VERDICTS = {"keeps_running": ("confirmed", "partly"), "keeps_working": ("confirmed", "partly"),
-                "stops_cleanly": ("refuted", "partly"), "no_abort_and_no_resume": ("confirmed", "partly"),
-                "resumes_cleanly": ("refuted", "partly"), "orphans_seen": ("confirmed",),
-                "orphans_after_close": ("confirmed",), "stops_effects_in_flight": ("refuted", "partly")}
+BAD_VERDICTS = {"keeps_running": (Word.CONFIRMED, Word.PARTLY), "keeps_working": (Word.CONFIRMED, Word.PARTLY),
+                "stops_cleanly": (Word.REFUTED, Word.PARTLY), "no_abort_and_no_resume": (Word.CONFIRMED, Word.PARTLY),
+                "resumes_cleanly": (Word.REFUTED, Word.PARTLY), "orphans_seen": (Word.CONFIRMED,),
+                "orphans_after_close": (Word.CONFIRMED,), "stops_effects_in_flight": (Word.REFUTED, Word.PARTLY)}
 #: which capability cell states each kind
 CELLS = {"leak": ("can abort", "compensated"), "hang": ("can abort",), "fail": ("can abort", "can resume"),
          "repeats on resume": ("repeats effect",), "leaves processes": ("orphans clean",)}
@@ -165,14 +166,14 @@ def findings(df, upstream: list[dict[str, str]] | None = None, claims: list[dict
     upstream = load_upstream() if upstream is None else upstream
     claims = load_claims() if claims is None else claims
     judged = _claims(df, claims)
-    measured = df[is_measured(df) & (df["mitigation"] == "none")]
+    measured = df[is_measured(df) & ~nothing_to_stop(df) & (df["mitigation"] == "none")]  # as every verdict reads
     out: list[Finding] = []
     for (adapter, mode), g in measured.groupby(list(BUTTON), sort=True):
         cell_rows = g[in_main_matrix(g)]
         if cell_rows.empty:
             cap = {}
         else:
-            cap = caps[(adapter, mode)] if caps and (adapter, mode) in caps else capability_row(cell_rows)
+            cap = caps[(adapter, mode)] if caps and (adapter, mode) in caps else capability_verdicts(cell_rows)
         framework = str(g["framework"].iloc[0])
         for kind in KINDS:
             rows = g if kind == "leaves processes" else cell_rows  # the orphan matrix too (orphans_seen)

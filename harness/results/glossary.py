@@ -1,7 +1,7 @@
 """The site's glossary (glossary.html): every column a page shows, what it means and how its cell is written,
 generated from the declarations behind the columns: the row fields (harness/results/schema.py), the
-scorecard's shares (harness/results/scorecard.py), the capability verdicts (harness/results/capability.py
-CAPABILITY_RULES) and the tables' counts (harness/results/selection.py). `header_links` links each table
+scorecard's shares (harness/results/judgement.py), the capability verdicts (harness/results/capability.py
+VERDICTS) and the tables' counts (harness/results/selection.py). `header_links` links each table
 header to its entry.
 """
 
@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from harness.results import schema
-from harness.results.capability import CAPABILITY_RULES
+from harness.results.capability import VERDICTS
+from harness.results.judgement import CONFIDENCE
 from harness.results.scorecard import SHARES, TOKEN_PERCENTILE
 from harness.results.selection import STATUSES
 
@@ -31,22 +32,6 @@ COUNTS = {"trials": "trials behind the line, every status", "N": "trials behind 
           **{s: f"trials whose status is {s}" for s in STATUSES}}
 
 
-def _verdicts() -> dict[str, str]:
-    """Capability column -> its rule, as CAPABILITY_RULES states it (`- name = ...` and its indented lines)."""
-    out: dict[str, str] = {}
-    name = None
-    for line in CAPABILITY_RULES.splitlines():
-        m = re.match(r"- ([a-z+ /$]+?)\s+= (.*)", line)
-        if m:
-            name = m.group(1).strip()
-            out[name] = m.group(2).strip()
-        elif name and line.startswith(" " * 4):
-            out[name] += " " + line.strip()
-        else:
-            name = None
-    return out
-
-
 def glossary_terms() -> list[dict[str, Any]]:
     """[{id, term, kind, meaning, detail}] in the page's order: the scorecard, the verdicts, the fields."""
     terms = []
@@ -54,12 +39,11 @@ def glossary_terms() -> list[dict[str, Any]]:
         extra = (f" The cell also shows the {TOKEN_PERCENTILE}th percentile of tokens after the stop "
                  f"(p{TOKEN_PERCENTILE})." if s.key == "tokens" else "")
         terms.append({"id": f"s-{s.key}", "term": s.label, "kind": "scorecard share",
-                      "meaning": f"k = trials that {s.counts_words}; N = {s.over_words}.{extra}",
-                      "detail": "read from the row fields", "links": list(s.fields)})
-    for name, rule in _verdicts().items():
-        if "/" in name:
-            continue
-        terms.append({"id": f"c-{_id(name)}", "term": name, "kind": "capability verdict", "meaning": rule,
+                      "meaning": f"k = trials that {s.counts_words}; N = {s.over_words}. Why: {s.why}.{extra}",
+                      "detail": (f"read from the row fields; ranked by the mean over conditions of the share within "
+                                 f"each, with its {CONFIDENCE:.0%} Wilson interval"), "links": list(s.fields)})
+    for v in VERDICTS:
+        terms.append({"id": f"c-{_id(v.column)}", "term": v.column, "kind": "capability verdict", "meaning": v.rule,
                       "detail": "", "links": []})
     for name, meaning in COUNTS.items():
         terms.append({"id": f"n-{_id(name)}", "term": name, "kind": "count", "meaning": meaning, "detail": "",

@@ -12,11 +12,15 @@ A metric that could not be measured (the step never happened) is None, never 0.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections import Counter
 from collections.abc import Callable
 from functools import cached_property
+from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.billing import DEFAULT_PROFILE
 from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
 from harness.results import schema
 from harness.scenario import Offset, Scenario
@@ -63,7 +67,10 @@ class TrialView:
                 self.audits.setdefault((e.get("data") or {}).get("phase"), e)
             else:
                 self.marks.setdefault(e["name"], e)
-        self.stop_called = self.t(Mark.STOP_CALLED)
+        self.pressed = self.t(Mark.STOP_CALLED)  # the harness pressed the button
+        self.handled = self.t(Mark.STOP_HANDLED)  # an adapter in another process handled it (None: in process)
+        #: the stop's moment: "after stop" counts from here; the world held its anchor until here
+        self.stop_called = self.handled if self.pressed is not None and self.handled is not None else self.pressed
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
@@ -156,6 +163,16 @@ class TrialView:
         return next((e["turn"] for e in self.requests if e["req"] == req), -1)
 
 
+@functools.cache
+def metrics_digest() -> str:
+    """A digest of the code a row's measured fields are derived with (this module and the schema): a row that
+    records another was derived by other metric code (`stopbench rederive` derives it again from its evidence)."""
+    h = hashlib.sha256()
+    for module in (__file__, schema.__file__):
+        h.update(Path(module).read_bytes())
+    return h.hexdigest()[:12]
+
+
 Metric = Callable[[TrialView], Any]
 #: row field -> the metric that fills it, in registration order
 METRICS: dict[str, Metric] = {}
@@ -190,7 +207,15 @@ def _if_stopped(trial: TrialView, value: Callable[[], Any]) -> Any:
 
 @metric("stop_return_ms")
 def stop_return_ms(tr: TrialView) -> float | None:
-    return _ms(tr.stop_called, tr.stop_returned)
+    return _ms(tr.pressed, tr.stop_returned)
+
+
+@metric("stop_delivery_ms")
+def stop_delivery_ms(tr: TrialView) -> float | None:
+    """From the harness's press to the moment the adapter's own process handled the stop (its kit's stamp): the
+    stop's way across the process boundary, the harness's and the machine's time, not the framework's. None for
+    an adapter in the subject's own process."""
+    return _ms(tr.pressed, tr.handled) if tr.handled is not None else None
 
 
 @metric("lie_ms")
@@ -198,8 +223,9 @@ def lie_ms(tr: TrialView) -> float | None:
     if tr.stop_returned is None:
         return None
     # compensations are the mitigation (or the adapter's own saga) undoing, not the run going on
+    # nor are the tokens a provider bills after the client left (the provider going on, not the run)
     late = [e["t"] for e in tr.events if e["event"] in ACTIVITY_EVENTS
-            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION)
+            and e["event"] not in (Event.PROCESS_REGISTERED, Event.COMPENSATION) and not e.get("unread")
             and tr.stop_returned < e["t"] < tr.end_stop_phase]
     return _ms(tr.stop_returned, max(late)) if late else 0.0
 
@@ -207,7 +233,7 @@ def lie_ms(tr: TrialView) -> float | None:
 @metric("job_ended_ms")
 def job_ended_ms(tr: TrialView) -> float | None:
     job = tr.marks.get(Mark.JOB_ENDED)
-    return _ms(tr.stop_called, job["t"]) if job and tr.stop_called else None
+    return _ms(tr.pressed, job["t"]) if job and tr.pressed else None
 
 
 @metric("job_error")
@@ -230,6 +256,17 @@ def tokens_total(tr: TrialView) -> int:
 @metric("tokens_after_stop")
 def tokens_after_stop(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: sum(map(tr.in_stop_phase, tr.tokens)))
+
+
+@metric("tokens_unread_after_stop")
+def tokens_unread_after_stop(tr: TrialView) -> int | None:
+    return _if_stopped(tr, lambda: sum(tr.in_stop_phase(e) for e in tr.tokens if e.get("unread")))
+
+
+@metric("billing_profile")
+def billing_profile(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
 
 
 @metric("llm_requests_after_stop")
@@ -263,6 +300,13 @@ def effects_after_stop(tr: TrialView) -> int | None:
 @metric("effects_in_flight")
 def effects_in_flight(tr: TrialView) -> int | None:
     return _if_stopped(tr, lambda: len(tr.in_flight))
+
+
+@metric("effects_in_flight_client_gone")
+def effects_in_flight_client_gone(tr: TrialView) -> int | None:
+    """In-flight effects that committed after their client had gone (the world's `client_gone` on the commit):
+    the cancel reached the tool's request before the service committed."""
+    return _if_stopped(tr, lambda: sum(1 for eid in tr.in_flight if tr.committed[eid].get("client_gone")))
 
 
 @metric("effects_new")
@@ -434,8 +478,9 @@ def _live_by_phase(tr: TrialView) -> tuple[Counter[str], Counter[str]]:
 @metric("resume_duplicate_effects")
 def resume_duplicate_effects(tr: TrialView) -> int | None:
     """Logical effects of before the resume that the resume committed again, each counted once (further copies
-    within the resume are retries). None when no resume started: a run that never resumed cannot repeat."""
-    if tr.resume_started is None:
+    within the resume are retries). None when no resume started, or when it started after a runaway's cut (the
+    counts end there: the resume was not observed), as resume_ok reads it."""
+    if tr.resume_started is None or tr.resume_started >= tr.cut:
         return None
     before, during = _live_by_phase(tr)
     return sum(1 for key in during if key in before)
@@ -456,9 +501,9 @@ def trigger_delay_ms(tr: TrialView) -> float | None:
         return None
     if tr.offset.is_event:
         fired = next((e["t"] for e in tr.of(Event.ANCHOR_FIRED)), None)
-        return _ms(fired, tr.stop_called)
+        return _ms(fired, tr.pressed)
     planned = (tr.t(Mark.RUN_STARTED) or 0) + int(tr.offset.at_ms * NS_PER_MS)
-    return _ms(planned, tr.stop_called)
+    return _ms(planned, tr.pressed)
 
 
 @metric("trigger_precise")

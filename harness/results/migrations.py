@@ -7,7 +7,9 @@ newer version than this stopbench knows is refused (`NewerVersion`), never guess
 
 Changing the row format: bump `SCHEMA_VERSION` in harness/results/schema.py and add the function that turns a
 row of the previous version into one of the new version to `MIGRATIONS` (a test migrates the oldest published
-kind through all of them). Adding a field with a declared default is not a format change.
+kind through all of them). Adding a field is a change too: its migration (`fields_added`) gives an older row the
+value the schema declares for rows written before the field existed, so a published row always has every field
+of its version (the declaration stays the one place that says what that value is).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from harness.results import schema
 from harness.results.schema import SCHEMA_VERSION
 from harness.tools.mcp_launch import DEFAULT_LAUNCH
 
@@ -42,9 +45,27 @@ def facts_out_of_text(row: Row) -> Row:
     return row
 
 
+def fields_added(*names: str) -> Callable[[Row], Row]:
+    """N -> N + 1 where N + 1 added the fields `names`: a row without one gets the value schema.py declares for rows
+    written before it existed (a row that has it, written by a stopbench that had the field, keeps its value)."""
+    def add(row: Row) -> Row:
+        for name in names:
+            if name not in row:
+                row[name] = schema.field(name).default(row)
+        return row
+
+    add.__name__ = add.__qualname__ = "fields_added_" + "_".join(names)
+    add.__doc__ = f"Adds {', '.join(names)} (their values for rows written before they existed)."
+    return add
+
+
 #: version N -> the function that makes a version N row a version N + 1 row
 MIGRATIONS: dict[int, Callable[[Row], Row]] = {
     1: facts_out_of_text,
+    # the metric code's digest (stopbench rederive), the stop's delivery to an adapter process, what a provider
+    # bills after a disconnect, the in-flight effects whose client had gone
+    2: fields_added("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
+                    "effects_in_flight_client_gone"),
 }
 OLDEST = min(MIGRATIONS)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.cells import cells
+from harness.results.judgement import Word
 from harness.results.selection import BUTTON, MOMENT, in_main_matrix, is_measured, is_ok
 from harness.tools.mcp_launch import LAUNCHES
 
@@ -104,6 +105,6 @@ def orphans_seen(df, hosts: tuple[str, ...] = ("close", "crash")) -> tuple[str, 
         parts.append(f"launch variants {label}: {len(hit)}/{int(h[field].notna().sum())}"
                      + (f" ({', '.join(by)})" if by else ""))
     if not total:
-        return "not measured", "no trial measured its orphans"
-    verdict = "confirmed" if orphaned else "refuted"
+        return Word.NOT_MEASURED, "no trial measured its orphans"
+    verdict = Word.CONFIRMED if orphaned else Word.REFUTED
     return verdict, f"{orphaned}/{total} trials left processes that had to be reaped: " + "; ".join(parts)

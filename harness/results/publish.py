@@ -95,6 +95,33 @@ def publish_evidence(run: Path, to: Path) -> tuple[list[Path], list[Path]]:
     return written, working
 
 
+def rewrite_rows(path: Path, rows: list[dict[str, Any]]) -> None:
+    """A published rows file written again with `rows` (stopbench rederive), checked as `publish` checks it, and
+    the manifest that lists it brought up to date."""
+    _replace(path, lambda tmp: dataset.write_rows(tmp, rows))
+    if dataset.read_rows(path) != rows:
+        raise PublishError(f"{path}: does not read back as the rows written to it")
+    refresh_manifest(path)
+
+
+def refresh_manifest(path: Path) -> Path | None:
+    """Rewrite the manifest of the nearest folder above `path` whose manifest lists it; that manifest, or None."""
+    for folder in path.resolve().parents:
+        listed = folder / MANIFEST
+        if listed.exists():
+            entries = json.loads(listed.read_text()).get("files", [])
+            if any(folder / e["path"] == path.resolve() for e in entries):
+                write_manifest(folder)
+                return listed
+    return None
+
+
+def write_manifest(folder: Path) -> Path:
+    path = folder / MANIFEST
+    path.write_text(json.dumps(manifest(folder), indent=1) + "\n")
+    return path
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -134,7 +161,7 @@ def publish(src: Path, to: Path | None = None) -> Published:
             written, working = step(run, out)
             done.written += written
             done.working += working
-    (to / MANIFEST).write_text(json.dumps(manifest(to), indent=1) + "\n")
+    write_manifest(to)
     return done
 
 

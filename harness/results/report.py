@@ -15,8 +15,9 @@ from typing import Any
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.frameworks import is_reference
 from harness.results import schema
-from harness.results.capability import CAPABILITY_RULES, capability_rows
+from harness.results.capability import CAPABILITY_RULES, capability_rows, texts
 from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
+from harness.results.claims import NOT_COUNTED
 from harness.results.prices import cancel_tax
 from harness.results.rows import CorruptLine, raw_files, read_rows
 from harness.results.selection import (
@@ -56,7 +57,9 @@ def _legend() -> str:
 RULES = """\
 How to read these tables
 - One trial = adapter x stop mode x scenario x offset x tool style x mitigation x repetition; one row each.
-- "After stop" = stamped by the world after the trial's `stop_called` mark and before `resume_started`.
+- "After stop" = stamped by the world after the trial's stop and before `resume_started`: the `stop_called` mark
+  (the press), or, for an adapter in another process that stamps it, `stop_handled` (the moment its process
+  handled the stop; the way there is `stop_delivery_ms`).
 """ + _legend() + f"""\
 - Every trial is observed until its run is quiet and at least `observe_ms` (the observation floor,
   {DEFAULT_OBSERVE_MS:g} ms by default) after the stop and after resume: late work (a retry after a back-off)
@@ -129,7 +132,7 @@ def capability(df, caps: dict[tuple[str, str], dict[str, Any]]) -> Any:
     out = []
     for (adapter, mode), g in base.groupby(list(BUTTON), sort=True):
         ok = g[is_ok(g)]
-        out.append({"adapter": adapter, "mode": mode, "N": len(g), **caps[(adapter, mode)],
+        out.append({"adapter": adapter, "mode": mode, "N": len(g), **texts(caps[(adapter, mode)]),
                     **cells(ok.assign(cancel_tax_usd=cancel_tax(ok)), CAPABILITY)})
     return pd.DataFrame(out)
 
@@ -296,9 +299,12 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     from harness.results.agreement import agreement_frame
     from harness.results.claims import judged, load_claims
     from harness.results.findings import findings
+    from harness.results.judgement_diff import SUMMARY_FORMAT
     from harness.results.plots import write_plots
-    from harness.results.scorecard import best_rule, scorecard
+    from harness.results.scorecard import best_rule, public, scorecard
     from harness.results.site import SITE, claim_links, write_site
+    from harness.results.variants import variant_table
+    from harness.scenario import load_scenarios
 
     site = to / SITE
     if site.exists():
@@ -321,6 +327,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
         ("Summary: each stop button", "summary", summary(df)),
         ("Mitigations: what the harness-side saga and idempotency keys recover", "mitigations", mitigations(df)),
         ("Where saga+idempotent does not reach 0 (leaked or repeated)", "gaps", mitigation_gaps(df)),
+        ("The same job where the service honours a disconnect: an email in flight that landed (k/N trials), and "
+         "the trials whose cancel reached the tool before the commit", "variants", variant_table(df, load_scenarios())),
         ("Event-anchored trials (the world freezes at the anchor: what varies is the framework's)", "event",
          by_offset(df)),
         ("Repetitions: trial cells whose event-anchored repetitions agree on the status and every count "
@@ -344,13 +352,17 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     rule = best_rule()
     summary_json = to / "summary.json"
     summary_json.write_text(json.dumps({
-        "trials": counts, "best_rule": rule, "scorecard": cards,
-        "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence")},
+        "format": SUMMARY_FORMAT, "trials": counts, "best_rule": rule, "scorecard": public(cards),
+        "capability_verdicts": {f"{a}/{m}": {col: v.as_dict() for col, v in verdicts.items()}
+                                for (a, m), verdicts in caps.items()},
+        "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence",
+                                         "k_counts")},
                     "judged_on": [{k: link[k] for k in (*BUTTON, "k", "n")} for link in c["links"]]}
                    for c in claims],
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"
-    readme.write_text(_markdown(df, raw_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found,
+    rows_dir = Path(os.path.relpath(raw_dir.resolve(), to.resolve())).as_posix()  # as the report's folder sees it
+    readme.write_text(_markdown(df, rows_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found,
                                 pairs))
     shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
     notes = {
@@ -361,7 +373,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
                  "timeline."),
         "rules": RULES + "\n" + CAPABILITY_RULES,
         "unreadable": "; ".join(str(b) for b in bad),
-        "footer": f"{counts_text(counts)}. Generated by `stopbench report` from {raw_dir}/raw/ (rows measured at "
+        "footer": f"{counts_text(counts)}. Generated by `stopbench report` from {rows_dir}/raw/ (rows measured at "
                   f"{shas}).",
     }
     pages = write_site(df, raw_dir, site, claims, cards, sections, plots,
@@ -375,7 +387,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
 README_TABLE_CHARS = 60_000
 
 
-def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capability_rules: str, rule: str,
+def _markdown(df, rows_dir: str, counts, cards, claims, sections, bad, capability_rules: str, rule: str,
               found, pairs=()) -> str:
     import pandas as pd
 
@@ -383,21 +395,23 @@ def _markdown(df, raw_dir: Path, counts, cards, claims, sections, bad, capabilit
     from harness.results.site import SIDE_BY_SIDE
 
     score = pd.DataFrame([{
-        "framework": c["framework"], "best button": c["best"]["mode"] + (
-            f" ({c['best']['adapter']})" if c["best"]["adapter"] != c["framework"] else ""),
-        **{s.label: _share(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
+        "framework": c["framework"], "best button": best_text(c),
+        **{s.label: share_text(c["best"]["shares"][s.key]) for s in SHARES}} for c in cards])
     site = os.environ.get("STOPBENCH_SITE_URL", "site/index.html")
     findings_page = site.rpartition("/")[0] + "/findings.html" if "/" in site else "findings.html"
     md = ["# stopbench results\n",
-          f"{counts_text(counts)}, from `{raw_dir}/raw/`. Regenerate with `nox -s report`. The browsable report "
+          f"{counts_text(counts)}, from `{rows_dir}/raw/`. Regenerate with `nox -s report`. The browsable report "
           f"is [the site]({site}) (`nox -s report` writes it to site/, which git does not keep; a page per "
           "framework, every trial behind every cell, a timeline per trial, a glossary).\n",
-          "## Scorecard: each framework's best stop button\n",
-          "Each cell: k/N = k of the N trials where it applies (mitigation none).\n", _md(score), f"_{rule}._\n",
           "## The article's claims, checked\n",
-          _md(pd.DataFrame([{"claim": c["claim"], "verdict": c["verdict"],
-                             "judged on": ", ".join(f"{x['mode']} {x['k']}/{x['n']}" for x in c["links"]),
-                             "rule": c["rule"], "decided by": c["evidence"]} for c in claims])),
+          "The thesis and the article's table first, then each framework's claims. k/N: k of the N trials the rule "
+          "read, k counting what the last column says; the buttons and the evidence are on the site's index page.\n",
+          _md(pd.DataFrame([{"claim": c["claim"], "verdict": str(c["verdict"]), "rule": c["rule"],
+                             "k/N": _claim_share(c), "k counts": c.get("k_counts") or "-"} for c in claims])),
+          "## Scorecard: each framework's best stop button\n",
+          "Each cell: k/N = k of the N trials where it applies (mitigation none), then the share's 95% interval "
+          "(Wilson, over the conditions: each condition's repetitions weigh as one). Buttons within each other's "
+          "interval are tied: the best set names them all.\n", _md(score), _wrapped(f"_{rule}._") + "\n",
           *_findings_md(found, findings_page),
           *_side_by_side_md(pairs, site.rpartition("/")[0] + f"/{SIDE_BY_SIDE}" if "/" in site else SIDE_BY_SIDE),
           "## How to read these tables\n", "```\n" + RULES + "```\n"]
@@ -460,8 +474,30 @@ def _side_by_side_md(pairs, page: str) -> list[str]:
     return md
 
 
-def _share(v: dict[str, int]) -> str:
-    return schema.ratio_text(v["k"], v["n"]) if v["n"] else "n/a"
+def share_text(v: dict[str, Any]) -> str:
+    """A scorecard share as a table writes it: `k/N (lo%-hi%)`, `n/a` when it does not apply (N = 0)."""
+    if not v["n"]:
+        return "n/a"
+    return f"{schema.ratio_text(v['k'], v['n'])} ({v['lo']:.0%}-{v['hi']:.0%})"
+
+
+def _wrapped(paragraph: str, width: int = 110) -> str:
+    """A paragraph as lines of at most `width` characters (Markdown joins them): README.md reads on GitHub."""
+    return "\n".join(textwrap.wrap(paragraph, width, break_long_words=False, break_on_hyphens=False))
+
+
+def best_text(card: dict[str, Any]) -> str:
+    """The best button, or the buttons tied for best, each named by its mode (and adapter when a variant's)."""
+    names = [m if a == card["framework"] else f"{m} ({a})" for a, m in card["best_set"]]
+    return names[0] if len(names) == 1 else " = ".join(names) + " (tied)"
+
+
+def _claim_share(c: dict[str, Any]) -> str:
+    if c.get("k_counts") == NOT_COUNTED:
+        return "-"
+    k = sum(link["k"] for link in c["links"])
+    n = sum(link["n"] for link in c["links"])
+    return f"{k}/{n}" if n else "-"
 
 
 def _corrupt_md(bad: list[CorruptLine]) -> str:

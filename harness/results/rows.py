@@ -47,12 +47,14 @@ def git_sha() -> str:
 
 def environment() -> dict[str, Any]:
     """Where the row was measured: recorded in every row."""
+    from harness.results.metrics import metrics_digest  # the metrics read the scenario: imported when a run needs it
     return {
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
         "cpus": os.cpu_count(),
         "git_sha": git_sha(),
         "stopbench_version": harness.__version__,
+        "metrics_digest": metrics_digest(),
     }
 
 

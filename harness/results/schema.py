@@ -8,10 +8,10 @@ rows.csv orders its columns by it, every table writes a field's values with its 
 (`python -m harness.results.schema` prints the table; `--update README.md` rewrites it in place).
 pyperf's metadata registry and ann-benchmarks' `all_metrics` are the models.
 
-Adding a field: declare it here (additive: SCHEMA_VERSION stays), write its metric in metrics.py and a
-unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table. Changing what a
-stored field means or where a fact lives is a new format version: bump SCHEMA_VERSION and add its migration
-(harness/results/migrations.py).
+Adding a field: declare it here with the value rows written before it get (`default`), bump SCHEMA_VERSION and
+add its migration (`fields_added` in harness/results/migrations.py), write its metric in metrics.py and a unit test
+on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table. Changing what a stored field
+means or where a fact lives is a new format version too, with its own migration function.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, Literal
 from harness.clock import TRIGGER_TOLERANCE_MS
 
 #: the row format's version: rows of an older one are migrated when read (harness/results/migrations.py), rows
-#: of a newer one are refused. Adding a field does not change it.
-SCHEMA_VERSION = 2
+#: of a newer one are refused. Each change, a field added included, is a new version with its migration.
+SCHEMA_VERSION = 3
 
 Unit = Literal["ms", "s", "count", "bytes", "usd", "none"]
 #: how a table cell summarizes a field over a group of rows: `median` (the median, or `med (lo..hi)` when
@@ -173,6 +173,10 @@ def _fields() -> Iterable[Field]:
     yield runner("cpus", int, "CPUs of the machine", unit="count", nullable=True)
     yield runner("git_sha", str, "stopbench's commit (`-dirty` when the tree was modified)")
     yield runner("stopbench_version", str, "stopbench's version")
+    yield runner("metrics_digest", str, "digest of the metric code the row's measured fields were derived with "
+                 "(harness/results/metrics.py and this schema): `stopbench rederive` derives them again from the "
+                 "evidence when it changes; rows written before it existed: null", default=lambda row: None,
+                 nullable=True)
     yield runner("observe_ms", float, "the observation floor: the trial stayed alive and observed at least this "
                  "long after the stop and after resume returned (rows written before it existed: 0)", unit="ms",
                  default=lambda row: 0.0)
@@ -206,6 +210,11 @@ def _fields() -> Iterable[Field]:
     yield measured("lie_ms", float, "stop", "from `stop()` returning to the last thing the world saw the run do "
                    "before resume: how long the button lies (0 = it told the truth)", label="lie ms", digits=1,
                    precise_only=True, **ms, better="lower")
+    yield measured("stop_delivery_ms", float, "stop", "from the harness's press to the moment an adapter in "
+                   "another process handled the stop (its kit stamps it before pressing the framework's primitive); "
+                   "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
+                   "null for an adapter in the subject's process and for rows written before it existed",
+                   digits=1, default=lambda row: None, **ms)
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
@@ -214,8 +223,15 @@ def _fields() -> Iterable[Field]:
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
     yield measured("tokens_total", int, "model", "model tokens generated in the whole trial, resume included")
-    yield measured("tokens_after_stop", int, "model", "model tokens generated after the stop", label="tokens+",
+    yield measured("tokens_after_stop", int, "model", "model tokens generated, and billed, after the stop, under the "
+                   "run's `billing_profile` (tokens generated after the client left included)", label="tokens+",
                    better="lower", **n)
+    yield measured("tokens_unread_after_stop", int, "model", "of those, tokens the provider generated after the "
+                   "client had left a stream (billed, never read; 0 under `stops_at_disconnect`)",
+                   better="lower", default=lambda row: 0 if row.get("tokens_after_stop") is not None else None, **n)
+    yield measured("billing_profile", str, "model", "what the provider bills after a streamed answer's client left "
+                   "(harness/billing.py): `stops_at_disconnect`, `runs_to_completion` or `runs_on_ms:N`; rows written "
+                   "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "
@@ -231,6 +247,10 @@ def _fields() -> Iterable[Field]:
     yield measured("effects_in_flight", int, "effects", "effects committed after the stop whose request was "
                    "sent before it (in flight; the tools' send stamp, else the receipt)", label="in flight",
                    better="lower", **n)
+    yield measured("effects_in_flight_client_gone", int, "effects", "of the effects in flight, those whose client "
+                   "had gone (the tool call's request was cancelled) when the service committed them: the cancel "
+                   "reached the tool; rows written before it existed: null (`stopbench rederive` fills it from the "
+                   "evidence)", label="in flight, client gone", better="higher", default=lambda row: None, **n)
     yield measured("effects_new", int, "effects", "effects committed after the stop whose request was sent after "
                    "it (new)", label="new", **n, better="lower")
     yield measured("effects_after_stop_by_kind", dict, "effects", "effects_after_stop by kind (`email`, `pr`, "

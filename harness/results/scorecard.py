@@ -1,122 +1,66 @@
-"""The headline: per framework, its best stop button and, for each thing a stop can get wrong, the share of
-trials it got wrong (k of the N trials where it applies). Shares, not medians: a median over trials reads 0
-when one trial in four leaks an email.
+"""The headline: per framework, its best stop button (or the buttons tied for best) and, for each thing a stop can
+get wrong, the share of trials it got wrong (k of the N trials where it applies), with its 95% interval.
 
-Each share is declared once below (`SHARES`): which trials it is over, which of them count, and the words
-for both. The scorecard, its links (each cell lists exactly its k trials on the button's page: `trial_flags`),
-the ranking rule printed under it (`best_rule`), the colours and their legend and the glossary are all read
-from these declarations. Trials are read as the capability table reads them (harness/results/capability.py):
-a trial that went wrong in or before the stop phase did not stop the run.
+The shares are the predicates of harness/results/judgement.py, declared there once; this module ranks them.
+A button is ranked when it was measured under every condition (scenario x offset x tool style) its framework was:
+coverage, never a trial count (a third repetition where the first two disagree must not decide which buttons are
+ranked). Each share's rate is read per condition, so repetitions do not weight a button. Two buttons whose shares
+differ within the interval (the Newcombe interval of the difference holds 0) are a tie on that share; ties go to the
+next share of RANK, and the buttons still tied at the end are the best set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from harness.results.capability import resumes, stop_broke, went_on
 from harness.results.cells import numbers
-from harness.results.selection import BUTTON, in_flight_at_stop, is_anchored, is_measured, went_wrong
+from harness.results.judgement import PREDICATE, PREDICATES, Share, mask, stop_judged, tied
+from harness.results.selection import BUTTON, CONDITION, is_anchored, is_measured
 
-#: more tokens than this after the stop count as billed work: one token can be the chunk already on the wire
-TOKEN_THRESHOLD = 1
+#: the scorecard's columns: every declared predicate
+SHARES = PREDICATES
+SHARE = PREDICATE
 #: the percentile of tokens after the stop a token cell also shows
 TOKEN_PERCENTILE = 90
-
-
-@dataclass(frozen=True)
-class Share:
-    """One column of the scorecard: k/N trials, N = `over` (the trials it applies to), k = those of them that
-    `counts`. `fields`: the row fields it reads (the glossary links them)."""
-
-    key: str  # its name in a link (`#cell=<key>`) and in summary.json
-    label: str  # the column header
-    over_words: str  # N, in words
-    counts_words: str  # k, in words
-    over: Callable[[Any], Any]  # rows -> mask of the trials N is over
-    counts: Callable[[Any], Any]  # rows -> mask of the trials that count (read within `over`)
-    fields: tuple[str, ...]
-
-
-def _measured(field: str) -> Callable[[Any], Any]:
-    return lambda rows: numbers(rows, field).notna()
-
-
-def _resumed(rows):
-    return rows.index.isin(resumes(rows).index)
-
-
-SHARES: tuple[Share, ...] = (
-    Share("did_not_stop", "did not stop", "event-anchored trials",
-          "went wrong (hung, failed, ran away) in or before the stop phase, or asked the model or sent a new effect "
-          "after the stop", lambda r: is_anchored(r, "event"), lambda r: stop_broke(r) | went_on(r),
-          ("status", "llm_requests_after_stop", "effects_new")),
-    Share("in_flight", "effect in flight landed",
-          "trials stopped while an effect's request was in flight (an on:effect_received:... anchor)",
-          "had an effect sent before the stop commit after it", in_flight_at_stop,
-          lambda r: numbers(r, "effects_in_flight") > 0, ("effects_in_flight",)),
-    Share("new_effect", "new effect after stop", "trials that measured it", "sent a new effect after the stop",
-          _measured("effects_new"), lambda r: numbers(r, "effects_new") > 0, ("effects_new",)),
-    Share("asked_again", "model asked again", "trials that measured it", "sent the model a request after the stop",
-          _measured("llm_requests_after_stop"), lambda r: numbers(r, "llm_requests_after_stop") > 0,
-          ("llm_requests_after_stop",)),
-    Share("tokens", f"tokens billed > {TOKEN_THRESHOLD}", "trials that measured it",
-          f"were billed more than {TOKEN_THRESHOLD} model token after the stop",
-          _measured("tokens_after_stop"), lambda r: numbers(r, "tokens_after_stop") > TOKEN_THRESHOLD,
-          ("tokens_after_stop",)),
-    Share("leaked", "effect leaked", "trials that measured it (whatever their status: a leak is a leak)",
-          "had an effect committed after the stop and never compensated",
-          _measured("effects_leaked"), lambda r: numbers(r, "effects_leaked") > 0, ("effects_leaked",)),
-    Share("went_wrong", "hung or failed", "every trial (skipped ones are never counted)",
-          "hung, failed or ran away, in any step", lambda r: is_measured(r), went_wrong,
-          ("status", "failed_step")),
-    Share("processes", "processes left", "trials that measured it", "left processes of the run alive after close()",
-          _measured("orphans"), lambda r: numbers(r, "orphans") > 0, ("orphans",)),
-    Share("resume_repeat", "resume repeated an effect",
-          "trials that resumed (resume returned, or hung or failed in it)",
-          "committed again, in the resume, an effect committed before it", _resumed,
-          lambda r: numbers(r, "resume_duplicate_effects") > 0, ("resume_duplicate_effects",)),
-    Share("resume_refused", "resume refused", "trials that resumed (resume returned, or hung or failed in it)",
-          "did not reach the final answer in the resume (it raised, refused or hung)", _resumed,
-          lambda r: ~r["resume_ok"].eq(True), ("resume_ok", "resume_error")),
-)
-SHARE = {s.key: s for s in SHARES}
-#: the best button: the smallest share of the first, ties to the smaller share of the next, ...
-RANK = ("did_not_stop", "went_wrong", "leaked", "resume_repeat", "tokens")
+#: the best button: the smallest share of the first, ties (within the interval) to the smaller share of the next, ...
+RANK = ("did_not_stop", "went_wrong", "resume_repeat", "resume_refused", "leaked", "tokens")
+#: shares that are facts, not faults: they colour no row and rank nothing (what the world decides, what was left
+#: to stop, what a cancel reached)
+FACTS = ("nothing_to_stop", "in_flight", "in_flight_cancelled")
 #: a row is green only when none of its trials did any of these; red when more than RED_SHARE did not stop
-CLEAN = tuple(s.key for s in SHARES if s.key != "in_flight")  # a landed in-flight effect is judged by `leaked`
+CLEAN = tuple(s.key for s in SHARES if s.key not in FACTS)
 RED_SHARE = 0.5
 
 
 def best_rule() -> str:
     """The ranking rule in words, from RANK and the shares' own words."""
     first, *ties = (SHARE[k] for k in RANK)
-    return ("best button = among the buttons measured on the whole matrix (a variant benched on fewer scenarios "
-            f"is listed, not ranked), the one with the smallest share of {first.over_words} that {first.counts_words}"
-            f" (\"{first.label}\"); ties go to the smaller share of " + ", then of ".join(f'"{s.label}"' for s in ties))
+    return ("best button = among the buttons measured under every condition (scenario x offset x tool style) their "
+            "framework was measured under (a variant benched on fewer is listed, not ranked), the one with the "
+            f"smallest share of {first.over_words} that {first.counts_words} (\"{first.label}\"), each share the mean "
+            "over conditions of the share within each (repetitions do not weight a button); buttons whose shares "
+            "differ within the 95% interval (Newcombe's, of the difference) are tied, and ties go to the smaller "
+            "share of " + ", then of ".join(f'"{s.label}"' for s in ties)
+            + "; the buttons still tied are the best set")
 
 
 def legend() -> list[tuple[str, str]]:
     """(css class, meaning) of the colours of a cell and of a row."""
     clean = ", ".join(f'"{SHARE[k].label}"' for k in CLEAN)
     return [("zero", "0/N: no trial did it"), ("some", f"some trials did it (at most {RED_SHARE:.0%})"),
-            ("most", f"more than {RED_SHARE:.0%} of the trials did it"), ("na", "N = 0: does not apply"),
+            ("most", f"more than {RED_SHARE:.0%} of the trials did it"),
+            ("na", "N = 0: does not apply; or a fact, not a fault (" + ", ".join(f'"{SHARE[k].label}"' for k in FACTS)
+             + ")"),
             ("good", f"row: no trial {clean} (nothing leaked, nothing repeated on resume)"),
             ("mixed", "row: some trials did one of those"),
-            ("bad", f"row: more than {RED_SHARE:.0%} of the event-anchored trials did not stop")]
+            ("bad", f"row: more than {RED_SHARE:.0%} of the judged trials did not stop")]
 
 
-def tone(k: int, n: int) -> str:
+def tone(k: int, n: int, key: str = "") -> str:
     """The colour class of a k/N cell (legend)."""
-    return "na" if n == 0 else "zero" if k == 0 else "most" if k / n > RED_SHARE else "some"
-
-
-def _mask(m, rows):
-    import pandas as pd
-
-    m = m if isinstance(m, pd.Series) else pd.Series(m, index=rows.index)
-    return m.reindex(rows.index).fillna(False).astype(bool)
+    if n == 0 or key in FACTS:
+        return "na"
+    return "zero" if k == 0 else "most" if k / n > RED_SHARE else "some"
 
 
 def trial_flags(rows) -> dict[str, tuple[Any, Any]]:
@@ -125,35 +69,53 @@ def trial_flags(rows) -> dict[str, tuple[Any, Any]]:
     exactly its k trials."""
     out = {}
     for s in SHARES:
-        over = _mask(s.over(rows), rows)
-        out[s.key] = (over, over & _mask(s.counts(rows), rows))
+        over = mask(s.over(rows), rows)
+        out[s.key] = (over, over & mask(s.counts(rows), rows))
     return out
 
 
-def button(g, cap: dict[str, Any]) -> dict[str, Any]:
-    """One adapter x mode (mitigation none, skipped trials left out) with its capability row: each share as
-    k/N, the tokens' percentile, and its verdicts."""
-    flags = trial_flags(g)
-    shares = {key: {"k": int(c.sum()), "n": int(o.sum())} for key, (o, c) in flags.items()}
-    for v in shares.values():
-        v["tone"] = tone(v["k"], v["n"])
+def conditions(rows) -> set[tuple]:
+    """The conditions (scenario x offset x tool style) the rows were measured under, skipped trials left out."""
+    measured = rows[is_measured(rows)]
+    return set(map(tuple, measured[list(CONDITION)].astype(str).values))
+
+
+def button(g, verdicts: dict[str, Any], covered: set[tuple]) -> dict[str, Any]:
+    """One adapter x mode (mitigation none, skipped trials left out) with its capability verdicts: each share as k/N
+    with its rate and interval, the tokens' percentile, and its verdicts; `covered`: its conditions."""
+    from harness.results.capability import text
+
+    measured = {s.key: s.share(g) for s in SHARES}
+    shares = {key: {**v.as_dict(), "tone": tone(v.k, v.n, key)} for key, v in measured.items()}
     tokens = numbers(g, "tokens_after_stop").dropna()
-    did = shares["did_not_stop"]
+    did = measured["did_not_stop"]
     return {
         "adapter": g["adapter"].iloc[0], "mode": g["mode"].iloc[0], "trials": len(g),
-        "event_trials": did["n"], "went_on": did["k"], "went_on_share": did["k"] / did["n"] if did["n"] else 1.0,
-        "shares": shares,
+        "judged_trials": did.n, "did_not_stop": did.k, "did_not_stop_rate": did.rate,
+        "conditions": len(covered), "time_judged": int((stop_judged(g) & is_anchored(g, "time")).sum()),
+        "shares": shares, "measured": measured,
         "tokens_p90": None if tokens.empty else float(tokens.quantile(TOKEN_PERCENTILE / 100,
                                                                      interpolation="higher")),
-        "can_abort": cap["can abort"], "can_resume": cap["can resume"],
+        "can_abort": text(verdicts["can abort"]), "can_resume": text(verdicts["can resume"]),
         "row": ("good" if all(shares[k]["k"] == 0 for k in CLEAN) else
-                "bad" if did["n"] and did["k"] / did["n"] > RED_SHARE else "mixed"),
+                "bad" if did.n and did.rate > RED_SHARE else "mixed"),
     }
 
 
-def _rank(b: dict[str, Any]) -> tuple:
-    """RANK as a sort key: the shares, smaller first (a share that does not apply ranks as 0)."""
-    return tuple(b["shares"][k]["k"] / b["shares"][k]["n"] if b["shares"][k]["n"] else 0.0 for k in RANK)
+def _rate(b: dict[str, Any], key: str) -> float:
+    s: Share = b["measured"][key]
+    return s.rate if s.n else 0.0
+
+
+def best_set(ranked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The buttons tied for best: RANK share by share, the buttons within the interval of the smallest stay."""
+    tied_best = list(ranked)
+    for key in RANK:
+        if len(tied_best) == 1:
+            break
+        lead = min(tied_best, key=lambda b: (_rate(b, key), b["adapter"], b["mode"]))
+        tied_best = [b for b in tied_best if tied(b["measured"][key], lead["measured"][key])]
+    return sorted(tied_best, key=lambda b: (tuple(_rate(b, k) for k in RANK), b["adapter"], b["mode"]))
 
 
 def base_rows(df):
@@ -161,19 +123,55 @@ def base_rows(df):
     return df[(df["mitigation"] == "none") & is_measured(df)]
 
 
+def coverage(groups: dict[tuple[str, str], Any]) -> dict[tuple[str, str], set[tuple]]:
+    """(adapter, mode) -> rows, as (adapter, mode) -> the conditions those rows were measured under."""
+    return {key: conditions(rows) for key, rows in groups.items()}
+
+
+def ranked(covered: dict[tuple[str, str], set[tuple]]) -> set[tuple[str, str]]:
+    """Of one framework's buttons (their `coverage`), those measured under every condition the framework was (when
+    none was, those measured under the most)."""
+    matrix = set().union(*covered.values())
+    whole = {key for key, c in covered.items() if c >= matrix}
+    if not whole:
+        most = max(len(c) for c in covered.values())
+        whole = {key for key, c in covered.items() if len(c) == most}
+    return whole
+
+
 def scorecard(df, caps: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
-    """[{framework, best, buttons: [...]}], frameworks by name; each framework's buttons best first. `caps`:
-    the report's capability rows (harness/results/capability.py capability_rows)."""
+    """[{framework, best, best_set, buttons: [...]}], frameworks by name; each framework's buttons: the best set
+    first, then the other ranked ones, then the variants measured under fewer conditions. `caps`: the report's
+    capability verdicts (harness/results/capability.py capability_rows)."""
     base = base_rows(df)
     out = []
     for framework, g in base.groupby("framework", sort=True):
-        buttons = [button(m, caps[key]) for key, m in g.groupby(list(BUTTON), sort=True)]
-        widest = max(b["event_trials"] for b in buttons)
-        # ranked: the buttons of the whole matrix first (best first), then the narrower variants (best first)
-        buttons.sort(key=lambda b: (b["event_trials"] < widest, _rank(b), b["adapter"], b["mode"]))
-        out.append({"framework": framework, "best": buttons[0], "buttons": buttons,
-                    "versions": _versions(g)})
+        groups = dict(iter(g.groupby(list(BUTTON), sort=True)))
+        covered = coverage(groups)
+        matrix = set().union(*covered.values())
+        buttons = [button(m, caps[key], covered[key]) for key, m in groups.items()]
+        keys = ranked(covered)
+        whole = [b for b in buttons if (b["adapter"], b["mode"]) in keys]
+        best = best_set(whole)
+        whole_ids, best_ids = {id(b) for b in whole}, {id(b) for b in best}
+        for b in buttons:
+            b["ranked"] = id(b) in whole_ids
+            b["best"] = id(b) in best_ids
+        ranked_key = {id(b): i for i, b in enumerate(best)}
+        buttons.sort(key=lambda b: (not b["best"], not b["ranked"], ranked_key.get(id(b), 0),
+                                    tuple(_rate(b, k) for k in RANK), b["adapter"], b["mode"]))
+        out.append({"framework": framework, "best": buttons[0], "best_set": [(b["adapter"], b["mode"]) for b in best],
+                    "conditions": len(matrix), "buttons": buttons, "versions": _versions(g)})
     return out
+
+
+def public(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The scorecard as summary.json stores it: every value data (the Share objects as their dicts)."""
+    def clean(b: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in b.items() if k != "measured"}
+
+    return [{**c, "best": clean(c["best"]), "best_set": [list(x) for x in c["best_set"]],
+             "buttons": [clean(b) for b in c["buttons"]]} for c in cards]
 
 
 def _versions(g) -> str:

@@ -29,6 +29,7 @@ from harness.results.glossary import NOTATION, glossary_terms, header_links
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
 from harness.results.rows import adapter_raw_files
+from harness.results.rows import raw_file as rows_file
 from harness.results.scorecard import SHARES, base_rows, best_rule, legend, trial_flags
 from harness.results.selection import BUTTON, CONDITION
 from harness.vocabulary import Mark
@@ -308,13 +309,15 @@ def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framewor
                        "k": " ".join([*counted.get(tid, []), *claimed[1], *found_flags.get(tid, [])]),
                        "cells": [schema.field(f).text(r.get(f)) for f in TRIAL_FIELDS]})
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
-    raw_file = next(iter(adapter_raw_files(raw_dir, b["adapter"])), None)  # the published rows when there are
+    # the rows' folder, whichever kind holds them (JSON Lines or the published dataset: the page is the same)
+    rows_at = raw_dir / "raw" if adapter_raw_files(raw_dir, b["adapter"]) else None
     filters = {name: sorted({t[name] for t in trials}, key=str)
                for name in (*CONDITION, "mitigation", "status")}
     page.write_text(env.get_template("button.html.j2").render(
         **common, root="../", framework=framework, b=b, text=text, trials=trials, filters=filters,
         fields=TRIAL_FIELDS, labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
-        raw_file=_relative(raw_file, page.parent) if raw_file else None))
+        raw_file=_relative(rows_at, page.parent) + "/" if rows_at else None,
+        raw_name=f"raw/{rows_file(raw_dir, b['adapter']).stem}"))
     return page
 
 

@@ -1,4 +1,5 @@
-"""pytest plugin: `--adapter NAME` selects the adapter the contract tests run against."""
+"""pytest plugin: `--adapter NAME` selects the adapter the contract tests run against; `--contract-scenario` and
+`--contract-offset` the trial they run (e.g. the provider-fault scenario, flaky_provider)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,10 @@ import pytest
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--adapter", action="append", default=[],
                      help="adapter for stopbench's contract tests (name, entry point or package.module:Class)")
+    parser.addoption("--contract-scenario", default="q3_report",
+                     help="the scenario of the contract trials (default q3_report)")
+    parser.addoption("--contract-offset", default="on:llm_request:2",
+                     help="where their stop is pressed (default on:llm_request:2: mid-run, after the first tool call)")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

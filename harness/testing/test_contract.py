@@ -13,18 +13,18 @@ import pytest
 
 from harness.contract.adapter import TOOL_STYLES, Adapter
 from harness.contract.registry import load_adapter
+from harness.scenario import parse_offset
 from harness.trial.reap import processes_of_runs
 from harness.trial.runner import RunOptions, run_matrix
 
-SCENARIO = "q3_report"
-OFFSET = "on:llm_request:2"  # mid-run: after the first tool call, before the email
-
 
 @pytest.fixture(scope="module")
-def contract_rows(contract_adapter, tmp_path_factory) -> dict[tuple[str, str], dict]:
+def contract_rows(contract_adapter, tmp_path_factory, pytestconfig) -> dict[tuple[str, str], dict]:
     cls = load_adapter(contract_adapter)
     out: Path = tmp_path_factory.mktemp("contract")
-    rows = run_matrix(cls, RunOptions(adapter=contract_adapter, scenarios=[SCENARIO], offsets=[OFFSET], out=out))
+    scenario = pytestconfig.getoption("--contract-scenario")
+    offset = parse_offset(pytestconfig.getoption("--contract-offset"), "--contract-offset")
+    rows = run_matrix(cls, RunOptions(adapter=contract_adapter, scenarios=[scenario], offsets=[offset], out=out))
     return {(r["mode"], r["tool_style"]): r for r in rows}
 
 

@@ -40,6 +40,7 @@ from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenar
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
+from harness.trial.janitor import Janitor
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
@@ -157,13 +158,14 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
     planned = {s.trial_id(scenarios[s.scenario].digest) for s in todo}
     rerun = sum(1 for r in rows_there if r["trial_id"] in planned)
-    if rerun:
-        print(f"stopbench: {rerun} rows in {out_file} were measured on other code (versions/sources/adapter digest); "
-              "rerunning them", file=log, flush=True)
-    print(f"stopbench: {opts.adapter}: {len(specs)} trials, {len(specs) - len(todo)} already in {out_file}, "
-          f"{len(todo)} to run (jobs={'auto' if opts.jobs is None else opts.jobs}"
-          f"{f', shard {opts.shard}' if opts.shard else ''})", file=log, flush=True)
-    if not todo:
+    known = {r["trial_id"]: r for r in rows_there if r["trial_id"] in done}
+    later = LaterRepetitions(todo, scenarios, known) if opts.reps_rule == "agree" else None
+    queue = [s for s in todo if later is None or s not in later.waiting]
+    if later is not None:
+        queue += later.release()  # those whose cells' first repetitions are already in the file: decided now
+    print(plan_line(opts, len(specs), len(specs) - len(todo), rerun, out_file, len(queue), later, rows_there),
+          file=log, flush=True)
+    if not queue and (later is None or not later.waiting):
         return []
     os.environ.update(adapter_cls.environment)
     adapter_cls.prepare()
@@ -171,6 +173,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     for stale in stale_workroots():  # left by a runner killed outright
         shutil.rmtree(stale, ignore_errors=True)
     workroot = Path(tempfile.mkdtemp(prefix=workroot_prefix(opts.adapter)))
+    janitor = None if opts.keep_workdirs else Janitor(workroot)  # the folder goes, also if this runner is killed
     rows: list[dict[str, Any]] = []
     running: list[tuple[TrialSpec, RunningTrial]] = []
     started = time.monotonic()
@@ -181,11 +184,9 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
             client = WorldClient(world.url)
             try:
                 warm_up(world.url)
-                known = {r["trial_id"]: r for r in rows_there if r["trial_id"] in done}
-                later = LaterRepetitions(todo, scenarios, known) if opts.reps_rule == "agree" else None
-                queue = [s for s in todo if later is None or s not in later.waiting]
-                _loop(queue, later, len(todo), running, rows, concurrency, opts, scenarios, adapter_cls, client,
-                      workroot, out_file, versions, env, log, started, utilization)
+                _loop(queue, later, len(queue) + len(later.waiting if later else []), running, rows, concurrency,
+                      opts, scenarios, adapter_cls, client, workroot, out_file, versions, env, log, started,
+                      utilization)
                 if later is not None and later.skipped:
                     print(f"stopbench: reps rule agree: {later.skipped} later repetition(s) not run (their cells' "
                           f"first {FIRST} agree)", file=log, flush=True)
@@ -204,14 +205,42 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
                 print(f"stopbench: {len(unattributed)} request(s) named no known run", file=log)
             client.close()
     finally:
-        if not opts.keep_workdirs:
+        if janitor is not None:
             shutil.rmtree(workroot, ignore_errors=True)
+            janitor.done()
     print_summary(rows, log)
     if concurrency.late:
         print(f"stopbench: {concurrency.late} stop(s) fired more than {TRIGGER_TOLERANCE_MS:g} ms late "
               f"(jobs {concurrency}); their rows say trigger_precise false and their timings stay out of "
               "the medians", file=log, flush=True)
     return rows
+
+
+#: a trial's wall time for the estimate when the file has no row of the adapter to take it from
+DEFAULT_TRIAL_S = 2.0
+
+
+def plan_line(opts: RunOptions, planned: int, current: int, rerun: int, out_file: Path, queued: int,
+              later: LaterRepetitions | None, rows_there: list[dict[str, Any]]) -> str:
+    """One line: how many trials this run will run and about how long that takes, or that it has nothing to do;
+    then the rest of the plan (rows already current, rows measured on other code, repetitions not needed)."""
+    waiting = len(later.waiting) if later else 0
+    skipped = later.skipped if later else 0
+    parts = [f"{planned} planned", f"{current} current in {out_file}"]
+    if rerun:
+        parts.append(f"{rerun} there measured on other code (versions, sources or adapter digest): run again")
+    if skipped:
+        parts.append(f"{skipped} later repetition(s) not needed: their cells' first {FIRST} agree")
+    if not queued and not waiting:
+        return f"stopbench: {opts.adapter}: 0 trials to run: every cell's rows are current ({'; '.join(parts)})"
+    durations = sorted(float(r["duration_s"]) for r in rows_there if r.get("duration_s"))
+    trial_s = durations[len(durations) // 2] if durations else DEFAULT_TRIAL_S
+    side_by_side = opts.jobs or os.cpu_count() or 1  # auto starts with one trial per core
+    minutes = max(1, round((queued + waiting) * trial_s / side_by_side / 60))
+    upto = f", {waiting} of them only if their cells' first {FIRST} disagree" if waiting else ""
+    jobs = f"jobs={'auto' if opts.jobs is None else opts.jobs}{f', shard {opts.shard}' if opts.shard else ''}"
+    return (f"stopbench: {opts.adapter}: {queued + waiting} to run{upto}, about {minutes} min ({trial_s:.1f} s a "
+            f"trial, {jobs}; {'; '.join(parts)})")
 
 
 @contextlib.contextmanager
@@ -251,7 +280,8 @@ def _loop(queue: list[TrialSpec], later: LaterRepetitions | None, total: int,
             running.remove(item)
             row = _row(spec, adapter_cls, scenarios[spec.scenario], trial.finish(), versions, env)
             append_row(out_file, row)
-            append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events)
+            append_evidence(evidence_file(opts.out, adapter_cls.name), row["trial_id"], row["run_id"], trial.events,
+                            trial.output)
             rows.append(row)
             concurrency.observe(row)
             if later is not None:
@@ -323,9 +353,10 @@ def _progress(log: TextIO, n: int, total: int, row: dict[str, Any], started: flo
     detail = (", ".join(f"{label(k)} {row.get(k)}" for k in shown) if row["status"] == "ok"
               else (row.get("reason") or ""))
     host = " host crash" if row.get("host") == "crash" else ""
+    mitigation = f" mitigation {row['mitigation']}" if row.get("mitigation", "none") != "none" else ""
     print(f"[{n}/{total} {elapsed:5.0f}s eta {eta:4.0f}s] {row['status']:<7} {row['mode']} "
-          f"{row['scenario']} {row['offset']} {tool_label(row['tool_style'], row['mcp_launch'])}{host} r{row['rep']}: "
-          f"{detail}", file=log, flush=True)
+          f"{row['scenario']} {row['offset']} {tool_label(row['tool_style'], row['mcp_launch'])}{host}{mitigation} "
+          f"r{row['rep']}: {detail}", file=log, flush=True)
 
 
 def print_summary(rows: list[dict[str, Any]], log: TextIO) -> None:

@@ -171,7 +171,9 @@ class Subject:
         # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
         self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
-        called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, control.anchor if control else {}))
+        called = {**(control.anchor if control else {}),
+                  **({"hold_until_handled": True} if adapter.notifies_stop_handled else {})}
+        called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, called))
         in_time, err = await self.bounded("stop", stopping, deadlines.stop)
         t_returned = time.monotonic_ns()
         await called_mark
@@ -308,7 +310,16 @@ class Subject:
             services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
             tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
             stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
+            stop_handled=self._stop_handled,
         )
+
+    def _stop_handled(self, t: int) -> None:
+        """An adapter process handled the stop at `t`: the world hears it at once (it holds the anchor until then)."""
+        async def post() -> None:
+            await self.mark(Mark.STOP_HANDLED, t=t)
+            await self.flush()
+
+        self.own(post())
 
 
 async def _children_settle(seconds: float) -> None:

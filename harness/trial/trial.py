@@ -13,12 +13,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from harness import python_module
 from harness.contract.adapter import Adapter
+from harness.contract.protocol import STDERR_FILE
 from harness.owner import OWNER_ENV, run_marker
 from harness.results import metrics
 from harness.scenario import Scenario
@@ -67,6 +70,49 @@ def warm_up(world_url: str) -> None:
     asyncio.run(touch())
 
 
+#: the subject's temporary folder, in its trial folder (TMPDIR for the subject and every process it starts)
+TEMP_FOLDER = "tmp"
+#: where the subject and the processes it starts print (its stdout and stderr), in its trial folder; kept with the
+#: trial's evidence, with the adapter process's stderr (harness/contract/protocol.py), off the terminal
+OUTPUT_FILE = "subject-output.log"
+PRINTED_FILES = (OUTPUT_FILE, STDERR_FILE)
+#: the most of each that is kept (its end: where a failure says why)
+OUTPUT_KEPT_BYTES = 256 * 1024
+
+
+def print_into(path: Path) -> None:
+    """This process's stdout and stderr (and so its children's) into `path`."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def read_printed(workdir: Path) -> dict[str, str]:
+    """What the trial's processes printed, by file (the end of each, if long); files with nothing left out."""
+    out = {}
+    for name in PRINTED_FILES:
+        try:
+            with (workdir / name).open("rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - OUTPUT_KEPT_BYTES))
+                text = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if text:
+            out[name] = (f"[{size - OUTPUT_KEPT_BYTES} bytes before this left out]\n" if size > OUTPUT_KEPT_BYTES
+                         else "") + text
+    return out
+
+
+def use_temp_folder(folder: Path) -> None:
+    """This process's and its children's temporary folder (tempfile caches it: a forked subject resets it)."""
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = str(folder)
+
+
 def _die_with_parent(parent: int) -> None:
     """A subject whose runner is killed outright (SIGKILL, a CI timeout) gets SIGKILL from the kernel
     (PR_SET_PDEATHSIG): nothing else would end it, and its MCP servers end with their stdin."""
@@ -102,6 +148,11 @@ class RunningTrial:
         self.run_id = created["run_id"]
         workdir = workroot / f"{self.run_id}"
         workdir.mkdir(parents=True, exist_ok=True)
+        temp = workdir / TEMP_FOLDER  # the subject's temporary folder: what a framework leaves there goes with it
+        temp.mkdir()
+        self.workdir = workdir
+        self.output: dict[str, str] = {}  # what the trial's processes printed, once finish() read it
+        printed = workdir / OUTPUT_FILE
         self.plan = SubjectPlan(
             spec=spec,
             run=RunInfo(world_url=world.url, run_id=self.run_id, model_base_url=created["model_base_url"],
@@ -122,16 +173,19 @@ class RunningTrial:
                     _die_with_parent(parent)
                     os.setpgid(0, 0)
                     signal.signal(signal.SIGINT, signal.SIG_DFL)
+                    use_temp_folder(temp)
+                    print_into(printed)
                     code = subject_main(self.plan, adapter_cls, scenario, write_fd)
                 finally:
                     os._exit(code)
         else:
-            self.proc = subprocess.Popen(
-                [*python_module("trial.spawned"), self.plan.to_json(), str(write_fd),
-                 json.dumps(scenario.raw)],
-                pass_fds=[write_fd], start_new_session=True,
-                env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid())},
-            )
+            with printed.open("ab") as into:
+                self.proc = subprocess.Popen(
+                    [*python_module("trial.spawned"), self.plan.to_json(), str(write_fd),
+                     json.dumps(scenario.raw)],
+                    pass_fds=[write_fd], start_new_session=True, stdout=into, stderr=into,
+                    env={**os.environ, OWNER_ENV: run_marker(self.run_id, os.getpid()), "TMPDIR": str(temp)},
+                )
             self.pid = self.proc.pid
         os.close(write_fd)
         self.subject_start = start_ticks(self.pid)  # anything of the run started after this
@@ -252,6 +306,7 @@ class RunningTrial:
         t = self.world.mark(self.run_id, Mark.REAPED, data=data)
         events.append({"t": t, "event": Event.MARK, "name": Mark.REAPED, "data": data})  # as the world recorded it
         self.events = events  # the evidence behind the row (harness.results.evidence)
+        self.output = read_printed(self.workdir)
         row = metrics.compute(events, self.scenario, self.spec.offset)
         # a subject that said it was done was then ended by us (SIGKILL): that is not its exit status
         exit_code = 0 if (self.watchdog.done or self.crash) and not self.killed_step else self.exit_code

@@ -1,7 +1,7 @@
 """The world's HTTP surface: runs, the model API, services, marks, the ledger and the control stream.
 
 Routes (everything for a run lives under /runs/<run_id>/):
-  POST /runs                          create a run {"scenario", "seed", "stop_anchor"} (an Offset's data)
+  POST /runs                          create a run {"scenario", "seed", "stop_anchor", "billing"}
   GET  /runs/<id>/ledger              the run's events
   POST /runs/<id>/marks               the trial's stamped marks {"name", "t"?, "data"?} (or a list of them)
   GET  /runs/<id>/control             SSE stream: `stop` when the run's anchor happens
@@ -9,7 +9,9 @@ Routes (everything for a run lives under /runs/<run_id>/):
   GET  /runs/<id>/effects             what became of a request ?idempotency_key= (not a ledger event)
   DELETE /runs/<id>                  forget a run (its row is written)
   POST /runs/<id>/processes           a process of the run registers itself {"pid", "role"}
-  POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model
+  POST /runs/<id>/v1/chat/completions and /v1/responses   the scripted model (OpenAI)
+  POST /runs/<id>/v1/messages         the scripted model (Anthropic Messages)
+  POST /runs/<id>/v1beta/models/<model>:generateContent and :streamGenerateContent?alt=sse   (Gemini)
   POST /runs/<id>/<kind>/<action>     services (email/send, email/recall, pr/open, ...)
   GET  /unattributed                  requests that named no known run
 Bad input never crashes the server: unknown run -> 404 (recorded), bad body -> 400 with a message.
@@ -23,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.billing import BillingError, parse_billing
 from harness.scenario import Offset, ScenarioError
 from harness.vocabulary import Event
-from harness.world import model_api, services
+from harness.world import anthropic_api, gemini_api, model_api, services
 from harness.world.asgi import BodyTooLarge, Connection
 from harness.world.ledger import Run, World
 
@@ -39,10 +42,11 @@ MAX_RUNS = 5_000  # runs kept at once; the runner deletes each run once its row 
 
 
 class HTTPError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, body: dict[str, Any] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.body = body  # the error in the shape of the API the request spoke, when not the world's own
 
 
 def _json(raw: bytes) -> Any:
@@ -58,8 +62,12 @@ def _model_body(api: str, body: Any) -> dict[str, Any]:
     """The fields the scripted model reads, each of the type the API defines, or a 400 naming the field."""
     if not isinstance(body, dict):
         raise HTTPError(400, "model request: body must be a JSON object")
-    expected = {"messages": (list,)} if api == "chat" else {"input": (list, str)}
-    expected |= {"stream_options": (dict,), "previous_response_id": (str,), "tools": (list,)}
+    expected: dict[str, tuple[type, ...]] = {
+        "chat": {"messages": (list,), "stream_options": (dict,), "previous_response_id": (str,)},
+        "responses": {"input": (list, str), "stream_options": (dict,), "previous_response_id": (str,)},
+        "anthropic": {"messages": (list,), "system": (str, list)},
+        "gemini": {"contents": (list,)},
+    }[api] | {"tools": (list,)}
     for name, types in expected.items():
         if body.get(name) is not None and not isinstance(body[name], types):
             want = " or ".join("array" if t is list else "object" if t is dict else "string" for t in types)
@@ -92,7 +100,7 @@ class WorldApp:
             await self.route(conn, raw)
         except HTTPError as e:
             if not conn.started:
-                await conn.send_json(e.status, {"error": {"message": e.message, "code": e.status}})
+                await conn.send_json(e.status, e.body or {"error": {"message": e.message, "code": e.status}})
         except Exception as e:  # the world never dies of a request
             if not conn.started:
                 await conn.send_json(500, {"error": {"message": f"{type(e).__name__}: {e}", "code": 500}})
@@ -158,7 +166,19 @@ class WorldApp:
             try:
                 return await api(run, body, raw, conn)
             except model_api.InvalidRequest as e:
-                raise HTTPError(400, str(e)) from e
+                raise HTTPError(400, str(e), e.body) from e
+        if rest == "v1/messages":
+            try:
+                return await anthropic_api.messages(run, _model_body("anthropic", body), raw, conn)
+            except model_api.InvalidRequest as e:
+                raise HTTPError(400, str(e), e.body) from e
+        version, _, path = rest.partition("/models/")
+        model, _, method = path.rpartition(":")
+        if version in gemini_api.API_VERSIONS and model and method in gemini_api.METHODS:
+            try:
+                return await gemini_api.generate_content(run, model, method, _model_body("gemini", body), raw, conn)
+            except model_api.InvalidRequest as e:
+                raise HTTPError(400, str(e), e.body) from e
         if rest in services.EFFECT_PATHS:
             return await conn.send_json(200, await services.effect(run, rest, body, conn))
         if rest in services.COMPENSATIONS:
@@ -181,18 +201,23 @@ class WorldApp:
             scenario = self.world.scenario(spec)
             anchor = body.get("stop_anchor")
             offset = None if anchor is None else Offset.from_data(anchor, "POST /runs: stop_anchor")
-        except ScenarioError as e:
+            billing = scenario.billing if body.get("billing") is None else \
+                parse_billing(body["billing"], "POST /runs: billing")
+        except (ScenarioError, BillingError) as e:
             raise HTTPError(400, str(e)) from e
         if offset is not None and not offset.is_event:
             raise HTTPError(400, f"POST /runs: stop_anchor {offset.text!r} is a time offset; the trial fires those")
         while len(self.world.runs) >= MAX_RUNS:  # a client that never deletes: the oldest run goes first
             self.world.runs.pop(next(iter(self.world.runs)))
         run_id = self.world.new_run_id()
-        run = Run(run_id, scenario, seed, offset, time.monotonic_ns())
+        run = Run(run_id, scenario, seed, offset, time.monotonic_ns(), billing)
         self.world.runs[run_id] = run
-        run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=offset.text if offset else None)
+        run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=offset.text if offset else None,
+                   billing=billing.name)
         base = f"{self.host_url}/runs/{run_id}"
-        return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base}
+        # the Anthropic and Gemini SDKs add their API's version to the base URL themselves
+        return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base,
+                "anthropic_base_url": base, "gemini_base_url": base}
 
     def delete_run(self, run_id: str) -> dict[str, Any]:
         """Forget a run whose row is written: a world serving thousands of trials keeps its memory flat.

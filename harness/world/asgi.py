@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 
@@ -21,6 +22,7 @@ class Connection:
         self._receive = receive
         self._send = send
         self.disconnected = False
+        self.gone_ns: int | None = None  # when the world learned the client had left
         self.gone = asyncio.Event()
         self._complete = False
         self._watch: asyncio.Task | None = None
@@ -77,6 +79,7 @@ class Connection:
         if self.disconnected:
             return
         self.disconnected = True
+        self.gone_ns = time.monotonic_ns()
         self.gone.set()
         if self.on_gone is not None:
             self.on_gone()

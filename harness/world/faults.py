@@ -8,6 +8,7 @@ retrying a real provider's 429 would). Each fault sent is an `llm_error` in the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from harness.scenario import Fault
@@ -49,10 +50,25 @@ def error_body(fault: Fault) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-async def send_error(run: Run, req: int, fault: Fault, conn: Connection) -> None:
-    """Answer with the fault's status (and Retry-After), then record it: the client has it when the stop fires."""
-    headers = [] if fault.retry_after_s is None else [(b"retry-after", str(fault.retry_after_s).encode())]
-    await conn.send_json(fault.status or 500, error_body(fault), headers)
+#: an error answer as one API writes it: (body, extra headers)
+ErrorReply = tuple[dict[str, Any], list[tuple[bytes, bytes]]]
+
+
+def retry_after_header(fault: Fault) -> list[tuple[bytes, bytes]]:
+    """The scripted back-off as a `Retry-After` header (OpenAI and Anthropic send one), or none."""
+    return [] if fault.retry_after_s is None else [(b"retry-after", str(fault.retry_after_s).encode())]
+
+
+def openai_error(fault: Fault) -> ErrorReply:
+    return error_body(fault), retry_after_header(fault)
+
+
+async def send_error(run: Run, req: int, fault: Fault, conn: Connection,
+                     reply: Callable[[Fault], ErrorReply] = openai_error) -> None:
+    """Answer with the fault's status in the API's own words (`reply`), then record it: the client has it when
+    the stop fires."""
+    body, headers = reply(fault)
+    await conn.send_json(fault.status or 500, body, headers)
     sent(run, req, fault, status=fault.status, retry_after_s=fault.retry_after_s)
 
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.billing import DEFAULT_PROFILE, BillingProfile
 from harness.scenario import Offset, Scenario, resolve_scenario, scenario_path
 from harness.vocabulary import ACTIVITY_EVENTS, Event, Mark
 
@@ -39,6 +40,7 @@ class Run:
     seed: int
     anchor: Offset | None
     created_ns: int
+    billing: BillingProfile = DEFAULT_PROFILE  # what the provider bills after a streamed answer's client left
     events: list[dict[str, Any]] = field(default_factory=list)
     last_activity_ns: int = 0
     open_requests: int = 0
@@ -57,6 +59,10 @@ class Run:
     by_key: dict[tuple[str, str], Effect] = field(default_factory=dict)  # (kind, Idempotency-Key)
     control_queues: list[asyncio.Queue] = field(default_factory=list)
     stop_called: asyncio.Event = field(default_factory=asyncio.Event)
+    #: what the anchor's hold waits for: stop_called, or, for an adapter in another process that says when it
+    #: handled the stop (`hold_until_handled` on stop_called), its stop_handled
+    stop_released: asyncio.Event = field(default_factory=asyncio.Event)
+    stop_reached_app: bool = False
     responses: dict[str, int] = field(default_factory=dict)  # response id -> tool results it answered
     #: response id -> the function call ids it asked for, once the response completed: a request continuing
     #: from it (previous_response_id) must answer each, as the real Responses API requires
@@ -86,9 +92,22 @@ class Run:
             if self.open_requests == 0:  # not per streamed token: a token comes with its request open
                 self._pause_ends(t)
             self.last_activity_ns = max(self.last_activity_ns, t)
-        if event == Event.MARK and data.get("name") == Mark.STOP_CALLED:
-            self.stop_called.set()
+        if event == Event.MARK:
+            self._on_mark(data.get("name"), data.get("data") or {})
         return entry
+
+    def _on_mark(self, name: Any, data: dict[str, Any]) -> None:
+        """Release the world's hold once the stop was pressed and has reached the app."""
+        if name == Mark.STOP_CALLED:
+            self.stop_called.set()
+            if not data.get("hold_until_handled") or self.stop_reached_app:
+                self.stop_released.set()
+        elif name in (Mark.STOP_HANDLED, Mark.STOP_RETURNED):
+            # handled by the adapter's process; or the button returned and no stamp came (a process that
+            # declared one and never sent it): the stop has reached the app either way
+            self.stop_reached_app = True
+            if self.stop_called.is_set():
+                self.stop_released.set()
 
     def count(self, event: str, kind: str | None = None) -> bool:
         """Count an anchorable event; fire the stop anchor when it is the N-th one. True if it fired now."""
@@ -104,13 +123,14 @@ class Run:
     async def hold_for_stop(self, what: str) -> None:
         """Freeze this part of the world at the anchor until the trial has pressed stop (bounded).
 
-        The agent cannot race the stop: whatever it does next, it does after stop_called. Event
-        anchors are deterministic because of this, not by luck of scheduling.
+        The agent cannot race the stop: whatever it does next, it does after stop_called (after the adapter's own
+        process handled it, for one that says when: stop_handled). Event anchors are deterministic because of
+        this, not by luck of scheduling.
         """
-        if self.stop_called.is_set():
+        if self.stop_released.is_set():
             return
         try:
-            await asyncio.wait_for(self.stop_called.wait(), HOLD_TIMEOUT_S)
+            await asyncio.wait_for(self.stop_released.wait(), HOLD_TIMEOUT_S)
             self.record(Event.ANCHOR_RELEASED, what=what)
         except TimeoutError:
             self.record(Event.ANCHOR_RELEASED, what=what, timeout=True)

@@ -1,8 +1,10 @@
-"""The scripted model: OpenAI Chat Completions and Responses, streamed and not.
+"""The scripted model: what every wire shares (turn, tokens, pacing, generation, billing), and the OpenAI wires,
+Chat Completions and Responses, streamed and not (Anthropic and Gemini: anthropic_api.py, gemini_api.py).
 
 The scenario decides the answer; the request only decides which turn (by counting the tool results
-it already carries). One token = one delta; each is stamped in the ledger as it is generated. A
-stream stops generating when the client goes away; a non-streaming answer is generated in full.
+it already carries). One token = one delta; each is stamped in the ledger as it is generated. What a
+stream still generates after its client went away is the run's billing profile (harness/billing.py); a
+non-streaming answer is generated in full.
 
 Agents that keep tool calls as text (smolagents' ToolCallingAgent) are scripted too: a Chat Completions
 request with no tool message is counted by the run's call ids it echoes in its text, and a text turn asked
@@ -90,6 +92,13 @@ def tokens_per_turn(scenario: Scenario) -> list[int]:
 
 
 def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
+    """The tool results a request carries, as its API writes them: what decides the model's turn."""
+    if api == "anthropic":  # tool_result blocks in the messages' content
+        return sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("content"), list)
+                   for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    if api == "gemini":  # functionResponse parts of the contents
+        return sum(1 for c in body.get("contents") or [] if isinstance(c, dict) and isinstance(c.get("parts"), list)
+                   for p in c["parts"] if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict))
     if api == "chat":
         messages = body.get("messages", [])
         n = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "tool")
@@ -184,13 +193,16 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
     if conn is not None:  # stamp the moment the client leaves, not the next token's turn
         def gone() -> None:
             run.record(Event.DISCONNECT, req=req, tokens=sent)
-            run.record(Event.RESPONSE_DONE, req=req, tokens=sent, complete=False)
+            if run.billing.stops_at_disconnect:
+                run.record(Event.RESPONSE_DONE, req=req, tokens=sent, complete=False)
 
         conn.on_gone = gone
     pieces = answer.pieces if limit is None else answer.pieces[:limit]
+    resumed = 0  # when the stream last came out of a hold: the provider noticed nothing while it stood still
     for i, piece in enumerate(pieces):
         await pacer.before(i)
         if conn is not None and conn.disconnected:
+            await bill_unread(run, req, sent, len(pieces) - i, pacer, max(conn.gone_ns or 0, resumed))
             return sent, False
         pacer.sent(run.record(Event.TOKEN, req=req, i=i)["t"])
         sent += 1
@@ -198,8 +210,30 @@ async def generate(run: Run, req: int, answer: Answer, emit: Callable[[int, Piec
         if run.count(Event.TOKEN):  # the next token waits for the stop: counts after it are the client's doing
             held = time.monotonic_ns()
             await run.hold_for_stop(f"token after req {req}")
-            pacer.held(time.monotonic_ns() - held)
+            resumed = time.monotonic_ns()
+            pacer.held(resumed - held)
     return sent, limit is None
+
+
+async def bill_unread(run: Run, req: int, sent: int, left: int, pacer: Pacer, gone_ns: int) -> None:
+    """What the provider still generates after the client left, under the run's billing profile: the answer's
+    remaining `left` tokens, at the stream's pace (the next one is due now), until the answer ends or the
+    profile's time after `gone_ns` is up (counted from the end of an anchor's hold when that came later: the
+    stream's clock stood still). Each is a `token` stamped `unread` (billed, never sent); the answer
+    ends with `response_done` saying how many of its tokens nobody read. Nothing under stops_at_disconnect."""
+    runs_on = run.billing.runs_on_ms
+    if runs_on == 0:
+        return
+    deadline = None if runs_on is None else gone_ns + int(runs_on * 1e6)
+    unread = 0
+    while unread < left:
+        if deadline is not None and pacer.slot > deadline:  # the engine noticed before this token's turn
+            break
+        if unread:
+            await pacer.before(sent + unread)
+        pacer.sent(run.record(Event.TOKEN, req=req, i=sent + unread, unread=True)["t"])
+        unread += 1
+    run.record(Event.RESPONSE_DONE, req=req, tokens=sent + unread, complete=False, unread=unread)
 
 
 def prompt_tokens(raw: bytes) -> int:
@@ -249,9 +283,9 @@ async def chat_completions(run: Run, body: dict[str, Any], raw: bytes, conn: Con
     run.request_opened()
     try:
         if not stream:
-            tokens, done = await generate(run, req, answer, _noop, None, reset)
+            tokens, done = await generate(run, req, answer, no_emit, None, reset)
             if fault is not None and not done:
-                return await _drop_plain(run, req, fault, tokens, conn)
+                return await drop_plain(run, req, fault, tokens, conn)
             message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
             if answer.calls:
                 message["tool_calls"] = [{"id": c, "type": "function", "function": {"name": n, "arguments": a}}
@@ -306,11 +340,11 @@ def _chat_usage(prompt: int, completion: int) -> dict[str, Any]:
             "completion_tokens_details": {"reasoning_tokens": 0}}
 
 
-async def _noop(i: int, piece: Piece) -> None:
+async def no_emit(i: int, piece: Piece) -> None:
     return None
 
 
-async def _drop_plain(run: Run, req: int, fault: Fault, tokens: int, conn: Connection) -> None:
+async def drop_plain(run: Run, req: int, fault: Fault, tokens: int, conn: Connection) -> None:
     """A non-streamed answer reset: the status line and headers went out, the body never does."""
     await conn.start(200, [(b"content-type", b"application/json"), (b"content-length", b"4096")])
     faults.dropped(run, req, fault, tokens, conn)
@@ -349,7 +383,12 @@ def _response_object(run: Run, req: int, body: dict[str, Any], status: str, outp
 
 
 class InvalidRequest(ValueError):
-    """What the real API answers with 400 invalid_request_error (the message is the API's own)."""
+    """What the real API answers with 400 invalid_request_error: the message is the API's own, and `body` the
+    error JSON in the API's shape (OpenAI's when not given)."""
+
+    def __init__(self, message: str, body: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.body = body
 
 
 def check_previous_response(run: Run, body: dict[str, Any]) -> None:
@@ -382,9 +421,9 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
     run.request_opened()
     try:
         if not stream:
-            tokens, done = await generate(run, req, answer, _noop, None, reset)
+            tokens, done = await generate(run, req, answer, no_emit, None, reset)
             if fault is not None and not done:
-                return await _drop_plain(run, req, fault, tokens, conn)
+                return await drop_plain(run, req, fault, tokens, conn)
             await conn.send_json(200, _response_object(run, req, body, "completed", items,
                                                        _responses_usage(ptoks, tokens)))
             run.response_calls[f"resp_{run.run_id}_{req}"] = asked

@@ -14,13 +14,15 @@
 //                                    (throw NoResume if it has none)
 //   async close()                    release what the adapter opened
 //   versions()                       {package: version} of what it measures
-// A signal mode (capabilities.stop_modes[mode].signal) is stopped by the harness's signal: serve() installs the
-// handler, calls adapter.stop(mode) and then sends the `stopped` notification.
+// A signal mode (capabilities.stop_modes[mode].signal) is stopped by the harness's signal: at `start`, serve()
+// installs the handler of the mode the trial will press (the start request's `mode`) and no other, so two modes on
+// one signal are never both pressed; the handler calls adapter.stop(mode) and then sends the `stopped` notification.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { egress, held } from "./audit.mjs";
+import { monotonicNs } from "./http.mjs";
 
 export const PROTOCOL_VERSION = 1;
 export const NO_RESUME = -32001;
@@ -63,26 +65,44 @@ export function installedVersion(name, fromUrl) {
   return "not installed";
 }
 
+/** The moment this process handles a stop, on the harness's clock (process.hrtime is CLOCK_MONOTONIC, as Python's
+ * time.monotonic_ns): told before the framework's primitive is pressed, so the world holds its anchor until here
+ * and "after stop" counts from here; the way from the harness's press to here is the delivery, measured apart. */
+function stopHandled() {
+  send({ method: "stop_handled", params: { t: String(monotonicNs()) } });
+}
+
+/** The trial's own mode, when it is a signal mode: its signal presses it (once per process: one trial, one mode). */
+function pressedBySignal(adapter, mode) {
+  const signal = adapter.capabilities.stop_modes[mode]?.signal;
+  if (!signal || process.listenerCount(signal) > 0) return;
+  process.on(signal, () => {
+    stopHandled();
+    adapter.stop(mode).then(
+      () => send({ method: "stopped", params: { signal } }),
+      (error) => send({ method: "stopped", params: { signal, error: describe(error) } }),
+    );
+  });
+}
+
 export function serve(adapter) {
-  send({ method: "capabilities", params: { protocol: PROTOCOL_VERSION, ...adapter.capabilities } });
+  send({ method: "capabilities",
+         params: { protocol: PROTOCOL_VERSION, notifies_stop_handled: true, ...adapter.capabilities } });
   const methods = {
-    start: (params) => adapter.start(params).then(() => ({})),
-    stop: (params) => adapter.stop(params.mode).then(() => ({})),
+    start: (params) => {
+      pressedBySignal(adapter, params.mode);
+      return adapter.start(params).then(() => ({}));
+    },
+    stop: (params) => {
+      stopHandled();
+      return adapter.stop(params.mode).then(() => ({}));
+    },
     wait: () => ending(adapter.job, adapter.isCancel),
     resume: (params) => adapter.resume(params.next_input).then(() => ({})),
     close: () => adapter.close().then(() => ({})),
     versions: async () => ({ packages: adapter.versions() }),
     audit: async () => ({ held: held(), egress: egress() }),
   };
-  for (const [mode, spec] of Object.entries(adapter.capabilities.stop_modes)) {
-    if (!spec.signal) continue;
-    process.on(spec.signal, () => {
-      adapter.stop(mode).then(
-        () => send({ method: "stopped", params: { signal: spec.signal } }),
-        (error) => send({ method: "stopped", params: { signal: spec.signal, error: describe(error) } }),
-      );
-    });
-  }
   const inFlight = new Set();
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => {

@@ -208,3 +208,32 @@ class StopLeavesJobRunning(_Base):
 
     async def stop_cancel(self) -> None:
         return None
+
+
+class LeavesTempFiles(_Base):
+    """As a framework that keeps lock files in the temporary folder: one written by itself (tempfile), one by a
+    child process ($TMPDIR), each named with the run id, neither ever removed."""
+
+    name = "known-leaves-temp-files"
+
+    async def start(self) -> None:
+        import subprocess
+        import tempfile
+
+        run = self.ctx.run_id
+        tempfile.NamedTemporaryFile(prefix=f"known-lock-{run}-", suffix=".lock", delete=False).close()
+        subprocess.run(["sh", "-c", f'touch "${{TMPDIR:-/tmp}}/known-child-{run}.lock"'], check=True)
+        await super().start()
+
+
+class PrintsALot(_Base):
+    """As a framework that prints its progress: lines on stdout and stderr, and a child's line, at start."""
+
+    name = "known-prints-a-lot"
+
+    async def start(self) -> None:
+        for i in range(3):
+            print(f"framework says {i}", flush=True)
+            print(f"framework warns {i}", file=sys.stderr, flush=True)
+        subprocess.run(["sh", "-c", "echo its helper says hi"], check=True)
+        await super().start()

@@ -110,3 +110,14 @@ class EmailsOnSigterm(_Signalled):
 
     name = "known-protocol-emails-on-sigterm"
     command = _command("sigterm-emails", name)
+
+
+class SlowDelivery(ProtocolAdapter):
+    """On the Node kit: its stop is delivered late (its event loop is busy for 300 ms just after it asks the model)
+    and handled at once (it aborts the streaming request): the stop counts from its handling, so nothing after it."""
+
+    name = "known-protocol-slow-delivery"
+    stop_modes = {"abort": "AbortController.abort() on the request streaming the answer"}
+    tool_styles = ("async",)
+    folder = Path(__file__).parent
+    command = ("node", str(Path(__file__).with_name("slow_delivery.mjs")))

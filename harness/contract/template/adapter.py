@@ -1,9 +1,11 @@
 """My Framework adapter for stopbench (written by `stopbench new-adapter my-framework`).
 
-It runs a minimal agent loop straight on the model API, so it passes the contract tests from the first
-minute; every TODO marks where My Framework's own calls replace it. Build the agent the way the
-framework's documentation shows, and give each stop button the framework has a `stop_<mode>` method.
-What the adapter declares (its stop modes, resume, packages, environment) is in framework.toml.
+It runs a minimal agent loop on the official openai SDK's client at its defaults (two retries with back-off on a
+429, a 5xx or a dropped connection, then the SDK's own error), so it passes the contract tests from the first
+minute, also on the provider-fault scenario (`--contract-scenario flaky_provider`); every TODO marks where My
+Framework's own calls replace it. Build the agent the way the framework's documentation shows, and give each stop
+button the framework has a `stop_<mode>` method. What the adapter declares (its stop modes, resume, packages,
+environment) is in framework.toml.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-import httpx
+from openai import AsyncOpenAI
 
 from harness.contract.kit import KitAdapter
 from harness.tools.catalogue import openai_tool_definitions
@@ -26,8 +28,10 @@ class MyFrameworkAdapter(KitAdapter):
         """TODO: import the framework here, so forked trials start warm."""
 
     async def start(self) -> None:
-        # TODO: build the framework's model client with the trial's settings, e.g.
-        # `self.client = self.model_client(AsyncOpenAI)` then `self.on_close(self.client.close)`
+        # TODO: build the framework's model client with the trial's settings (as here), and nothing else: its
+        # retries, back-off and timeouts stay the defaults users run with
+        self.client = self.model_client(AsyncOpenAI)
+        self.on_close(self.client.close)
         self.job = asyncio.create_task(self._run())
 
     async def _run(self) -> None:
@@ -36,18 +40,17 @@ class MyFrameworkAdapter(KitAdapter):
         # world's MCP server with the framework's own MCP client.
         messages = [{"role": "system", "content": self.ctx.system_prompt},
                     {"role": "user", "content": self.ctx.prompt}]
-        async with httpx.AsyncClient() as client:
-            while True:
-                r = await client.post(f"{self.ctx.model_base_url}/chat/completions", json={
-                    "model": self.ctx.model_name, "messages": messages, "tools": openai_tool_definitions()})
-                message = r.json()["choices"][0]["message"]
-                messages.append(message)
-                if not message.get("tool_calls"):
-                    return
-                for call in message["tool_calls"]:
-                    fn = call["function"]
-                    result = await self.ctx.tools[fn["name"]](**json.loads(fn["arguments"]))
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+        while True:
+            completion = await self.client.chat.completions.create(
+                model=self.ctx.model_name, messages=messages, tools=openai_tool_definitions())
+            message = completion.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                return
+            for call in message.tool_calls:
+                fn = call.function
+                result = await self.ctx.tools[fn.name](**json.loads(fn.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
 
     # TODO: a `stop_<mode>` method for each further mode in framework.toml, pressing the framework's own button and
     # returning when the framework says it has stopped (`self.flag_and_wait()` sets the stop flag the job checks)
