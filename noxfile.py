@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
 from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
+from harness.providers import OTHER_PROVIDERS_ANCHORS  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -114,15 +115,20 @@ def bench(session: nox.Session, adapter: str) -> None:
         session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                     *SELECT, *session.posargs, **RUN_ENDS)
         return
-    # one run (one world, one queue: no pause between matrices): the main matrix; the mitigation comparison (every
-    # mode, q3_report's event anchors, async tools); the orphan matrix (every MCP launch, a host that closes or
-    # crashes)
+    # one run (one world, one queue: no pause between matrices): the main matrix on the framework's home provider (the
+    # first it declares); the mitigation comparison (every mode, q3_report's event anchors, async tools); the orphan
+    # matrix (every MCP launch, a host that closes or crashes); each other provider it declares at event anchors
+    # (harness/providers.py OTHER_PROVIDERS_ANCHORS)
     mitigations = " ".join(f"--mitigation {m}" for m in ("saga", "idempotent", "saga+idempotent"))
     offsets = " ".join(f"--offset {o}" for o in MITIGATION_OFFSETS)
     launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
-    session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS, *SELECT,
+    home, *others = FRAMEWORKS[adapter].adapter.providers  # the home provider's whole matrix; the others' event
+    providers = [a for p in others for a in ("--also", f"--provider {p} --anchors {OTHER_PROVIDERS_ANCHORS}")]
+    session.run("stopbench", "run", "--adapter", adapter, "--provider", home, "--reps", REPS, "--jobs", JOBS,
+                "--out", RESULTS, *SELECT,
                 "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
-                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", **RUN_ENDS)
+                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", *providers,
+                **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
                     "--out", RESULTS, *SELECT, **RUN_ENDS)

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 import harness
+from harness.billing import FORMS
 from harness.contract.registry import AdapterError
+from harness.providers import DEFAULT_PROVIDER, PROVIDERS
 from harness.results.dataset import DatasetError
 from harness.results.repetitions import DEFAULT_REPS_RULE, REPS_RULES
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
@@ -57,8 +59,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_styles=args.tools or [], mitigations=args.mitigation or ["none"], reps=args.reps, jobs=jobs,
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
-        observe_ms=args.observe_ms, anchors=args.anchors, mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"], reps_rule=args.reps_rule,
+        observe_ms=args.observe_ms, anchors=args.anchors or "all", mcp_launches=args.mcp_launch or ["direct"],
+        hosts=args.host or ["close"], reps_rule=args.reps_rule, providers=args.provider or [DEFAULT_PROVIDER],
+        billing=args.billing,
     )
     opts.also = [_also(opts, text) for text in args.also or []]
     import signal
@@ -91,12 +94,22 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                    help="what the app hosting the agent does after the stop (repeatable; default: close): "
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
+    p.add_argument("--provider", action="append", choices=list(PROVIDERS),
+                   help=f"the model provider the adapter's client talks to (repeatable; default: {DEFAULT_PROVIDER}); "
+                        "the adapter must declare it (`providers` in its framework.toml)")
+    p.add_argument("--billing", metavar="PROFILE",
+                   help=f"what the provider bills after a streamed answer's client left, in place of each scenario's "
+                        f"`billing:` ({FORMS}; harness/billing.py)")
+    p.add_argument("--anchors", choices=ANCHOR_KINDS,
+                   help="only event-anchored trials (a second run to compare with `compare --anchors event`), or only "
+                        "time-offset ones (default: all; an --also matrix: the run's)")
     p.add_argument("--reps", type=int, default=1)
     return p
 
 
 def _also(base, text: str):
-    """One `--also` matrix: the run's options with its own matrix options (a bad one: exit 2 naming it)."""
+    """One `--also` matrix: the run's options with its own matrix options (a bad one: exit 2 naming it); its
+    providers, billing profile and anchors are the run's unless it names its own."""
     import dataclasses
     import shlex
 
@@ -108,7 +121,9 @@ def _also(base, text: str):
         raise UsageError(f"--also {text!r}: --reps {a.reps}: must be at least 1")
     return dataclasses.replace(base, modes=a.mode or [], scenarios=a.scenario or [], offsets=a.offset or [],
                                tool_styles=a.tools or [], mitigations=a.mitigation or ["none"], reps=a.reps,
-                               mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"], also=[])
+                               mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"],
+                               providers=a.provider or base.providers, billing=a.billing or base.billing,
+                               anchors=a.anchors or base.anchors, also=[])
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -416,9 +431,6 @@ def build_parser() -> argparse.ArgumentParser:
                    "(see harness/trial/concurrency.py)")
     r.add_argument("--shard", metavar="K/N", help="run only shard K of N of the matrix (deterministic; the N shards "
                    "together are the whole matrix)")
-    r.add_argument("--anchors", choices=ANCHOR_KINDS, default="all",
-                   help="only event-anchored trials (a second run to compare with `compare --anchors event`), or only "
-                        "time-offset ones (default: all)")
     r.add_argument("--observe-ms", type=float, metavar="MS",
                    help=f"observation floor: each trial stays alive and observed at least this long after the stop "
                         f"and after resume (default: the scenario's observe_ms, else {DEFAULT_OBSERVE_MS:g})")

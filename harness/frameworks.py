@@ -16,6 +16,8 @@ adapter class defined in the folder gets them as its class attributes (harness/c
 framework.toml:
     dependencies = ["crewai>=1.15,<1.16", ...]   # pip requirements of the adapter (the harness comes too)
     packages = ["crewai", "openai"]               # distributions whose versions every row records
+    providers = ["openai", "anthropic"]           # the model providers it has clients for (harness/providers.py),
+                                                  #   its home one first; default: ["openai"]
     resume_primitive = "Crew.from_checkpoint..."  # how resume works, one line; absent: the framework has none
     tool_styles = ["sync", "async"]               # the tool styles it runs (default: sync, async, mcp)
     [stop_modes]                                  # mode id -> the primitive it presses, one line, in order;
@@ -55,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.providers import DEFAULT_PROVIDER, PROVIDERS
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = "framework.toml"
 #: the framework that the core test suite covers (it needs no framework of its own)
@@ -85,13 +89,15 @@ class Declaration:
     modes_since: dict[str, tuple[str, str]] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
+    providers: tuple[str, ...] = (DEFAULT_PROVIDER,)
 
     def attributes(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("name", *DECLARED)}
 
 
 #: the fields of a Declaration that framework.toml holds (its top level, or a variant's)
-DECLARED = ("stop_modes", "resume_primitive", "tool_styles", "unsupported", "modes_since", "environment", "packages")
+DECLARED = ("stop_modes", "resume_primitive", "tool_styles", "unsupported", "modes_since", "environment", "packages",
+            "providers")
 
 
 @dataclass(frozen=True)
@@ -323,6 +329,12 @@ def _declaration(data: dict[str, Any], base: Declaration, where: str) -> Declara
         found["environment"] = dict(env)
     if "packages" in data:
         found["packages"] = _strings(data["packages"], f"{where}: packages")
+    if "providers" in data:
+        providers = _strings(data["providers"], f"{where}: providers")
+        if not providers or set(providers) - set(PROVIDERS) or len(set(providers)) < len(providers):
+            raise FrameworkError(f"{where}: providers: expected some of {', '.join(PROVIDERS)}, each once, the "
+                                 f"home one first, got {list(providers)}")
+        found["providers"] = providers
     if "unsupported" in data:
         pairs = {}
         for mode, styles in _table(data, "unsupported", where).items():

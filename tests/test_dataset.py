@@ -35,7 +35,7 @@ def _oldest() -> list[dict]:
 
 
 ADDED_IN_3 = ("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
-              "effects_in_flight_client_gone")
+              "effects_in_flight_client_gone", "provider")
 
 
 def _facts(rows: list[dict]) -> dict[str, tuple]:
@@ -47,12 +47,12 @@ def _facts(rows: list[dict]) -> dict[str, tuple]:
 #: reason; 2 -> 3 the fields added since, as rows written before them read (no tokens unread where tokens were
 #: counted, the provider's bill stopped at the disconnect, nothing else known)
 BEFORE_3 = (None, None, "stops_at_disconnect")
-OLDEST_FACTS = {"break": (3, "sync", "direct", None, *BEFORE_3, 0, None),
-                "abort_signal": (3, "sync", "direct", None, *BEFORE_3, None, None),
-                "terminate": (3, "mcp", "direct", "stop", *BEFORE_3, 0, None),
-                "task_cancel": (3, "mcp", "launcher", None, *BEFORE_3, 0, None),
-                "break_sync": (3, "mcp", "launcher", None, *BEFORE_3, None, None),
-                "token": (3, "mcp", "launcher", "stop", *BEFORE_3, 0, None)}
+OLDEST_FACTS = {"break": (3, "sync", "direct", None, *BEFORE_3, 0, None, "openai"),
+                "abort_signal": (3, "sync", "direct", None, *BEFORE_3, None, None, "openai"),
+                "terminate": (3, "mcp", "direct", "stop", *BEFORE_3, 0, None, "openai"),
+                "task_cancel": (3, "mcp", "launcher", None, *BEFORE_3, 0, None, "openai"),
+                "break_sync": (3, "mcp", "launcher", None, *BEFORE_3, None, None, "openai"),
+                "token": (3, "mcp", "launcher", "stop", *BEFORE_3, 0, None, "openai")}
 
 
 def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(tmp_path):
@@ -72,9 +72,9 @@ def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(t
 def test_a_version_1_row_written_with_the_fields_of_version_3_keeps_their_values():
     """Rows a stopbench wrote after those fields existed but before the version was bumped: measured, not guessed."""
     row = {**_oldest()[0], "metrics_digest": "abc", "stop_delivery_ms": 4.5, "billing_profile": "runs_to_completion",
-           "tokens_unread_after_stop": 7, "effects_in_flight_client_gone": 1}
+           "tokens_unread_after_stop": 7, "effects_in_flight_client_gone": 1, "provider": "gemini"}
     assert [migrate(row)[name] for name in ("schema_version", *ADDED_IN_3)] == [
-        3, "abc", 4.5, "runs_to_completion", 7, 1]
+        3, "abc", 4.5, "runs_to_completion", 7, 1, "gemini"]
 
 
 def _rows_of_every_kind() -> list[dict]:

@@ -99,7 +99,9 @@ def test_a_class_in_a_framework_folder_gets_its_declarations_and_may_not_restate
 
     declared = {f.name: f for f in frameworks.discover()}["reference"].adapter
     assert ReferenceAdapter.name == "reference" and ReferenceAdapter.stop_modes == declared.stop_modes
-    assert ReferenceAdapter.resume_primitive == declared.resume_primitive and ReferenceAdapter.packages == ("openai",)
+    assert ReferenceAdapter.resume_primitive == declared.resume_primitive
+    assert ReferenceAdapter.packages == ("openai", "anthropic", "google-genai")
+    assert ReferenceAdapter.providers == ("openai", "anthropic", "gemini")
     with pytest.raises(TypeError, match=r"stop_modes: declared in .*adapters/reference/framework.toml"):
         type("Again", (ReferenceAdapter,), {"__module__": ReferenceAdapter.__module__, "stop_modes": {"x": "y"}})
 
@@ -126,6 +128,8 @@ def test_variants_declare_their_name_and_what_differs():
 @pytest.mark.parametrize(("toml", "error"), [
     ('[stop_modes]\ncancel = ""\n', r"stop_modes.cancel: expected a line of text"),
     ('tool_styles = ["threads"]\n', r"tool_styles: expected some of sync, async, mcp"),
+    ('providers = ["bedrock"]\n', r"providers: expected some of openai, anthropic, gemini, each once"),
+    ('providers = ["openai", "openai"]\n', r"providers: expected some of openai, anthropic, gemini, each once"),
     ('[stop_modes]\ncancel = "c"\n[unsupported.cancel]\nthreads = "no"\n', r"unsupported.cancel.threads: not a"),
     ('[stop_modes]\ncancel = "c"\n[modes_since]\ncancel = "1.2"\n', r"modes_since.cancel: expected \{ package"),
     ('[environment]\nX = 1\n', r"environment: expected NAME"),

@@ -21,7 +21,7 @@ def tree(tmp_path: Path) -> Path:
     """A copy of what nox and CI read (noxfile, harness/frameworks.py, the framework folders) plus one
     throwaway framework folder."""
     (tmp_path / "harness").mkdir()
-    for rel in ("noxfile.py", "harness/__init__.py", "harness/frameworks.py"):
+    for rel in ("noxfile.py", "harness/__init__.py", "harness/frameworks.py", "harness/providers.py"):
         shutil.copy(ROOT / rel, tmp_path / rel)
     shutil.copytree(ROOT / "adapters", tmp_path / "adapters",
                     ignore=shutil.ignore_patterns("__pycache__", "node_modules"))

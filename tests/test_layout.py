@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = {
     "vocabulary": set(),
     "clock": set(),
-    "frameworks": set(),  # standard library only: nox and CI read it before anything is installed
+    "providers": set(),  # standard library only: the model providers a trial can talk to, as data
+    "frameworks": {"providers"},  # standard library only: nox and CI read it before anything is installed
     "owner": set(),  # standard library only: subjects, the world and the CLI read it
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
@@ -31,11 +32,13 @@ ALLOWED = {
     "tools": {"vocabulary", "clock", "stop_button"},
     "scenario": {"tools", "billing"},
     "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing"},
-    "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks"},
-    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing"},
-    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button"},
+    "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks", "providers"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing", "providers"},
+    "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button", "billing",
+              "providers"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},
-    "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner"},
+    "cli": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "world", "frameworks", "owner",
+            "billing", "providers"},
     "migrate_summary": {"results"},  # a report summary of an older format, once: beside the CLI, over results
     "__init__": set(),
 }

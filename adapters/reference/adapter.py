@@ -1,4 +1,5 @@
-"""The reference: a plain asyncio agent loop on the `openai` SDK that does stop right.
+"""The reference: a plain asyncio agent loop on each provider's official SDK (openai, anthropic, google-genai: see
+wires.py) that does stop right.
 
 No framework. It shows what is possible, so every framework's row has something to be compared to:
 - the model stream is closed the moment stop is pressed (the task awaiting it is cancelled);
@@ -17,14 +18,13 @@ import json
 import time
 from typing import Any
 
-from openai import APIConnectionError, AsyncOpenAI
-
 from harness.contract.adapter import McpServer
 from harness.contract.kit import KitAdapter, OwnedContext, in_own_thread, warm
 from harness.stop_button import NOT_SENT, StopPressed
-from harness.tools.catalogue import TOOL_KIND, openai_tool_definitions
+from harness.tools.catalogue import TOOL_KIND
 
 from .checkpoint import Checkpoint
+from .wires import WIRES
 
 #: a model stream that breaks off mid-way is asked again this many times (the SDK's own retries, for requests)
 STREAM_RETRIES = 2
@@ -34,12 +34,14 @@ class ReferenceAdapter(KitAdapter):
     @classmethod
     def prepare(cls) -> None:
         """Import in the parent what a subject would import on first use, as a warm app has: the mcp SDK's client
-        (~0.5 s of CPU in every MCP trial after the fork) and what the openai client loads on its first request."""
-        warm("mcp.client.stdio", "openai.resources.chat.chat", "httpcore2", "jsonschema")
+        (~0.5 s of CPU in every MCP trial after the fork) and what each provider's client loads on its first
+        request."""
+        warm("mcp.client.stdio", "openai.resources.chat.chat", "anthropic.resources.messages", "google.genai.models",
+             "httpcore2", "jsonschema")
 
     async def start(self) -> None:
-        self.client = self.model_client(AsyncOpenAI)
-        self.on_close(self.client.close)
+        self.wire = WIRES[self.ctx.provider](self.ctx)
+        self.on_close(self.wire.close)
         self.checkpoint = Checkpoint(self.ctx.workdir / "reference-checkpoint.json")
         self.inflight: set[asyncio.Task] = set()
         self.stop_ns: int | None = None
@@ -87,8 +89,8 @@ class ReferenceAdapter(KitAdapter):
                 self.inflight.difference_update(tasks)  # all ended and read; else the stop reads them
                 continue
             try:
-                message = await self._model_turn()
-            except APIConnectionError:  # the SDK retries a request that failed, not a stream that broke off
+                message = await self.wire.turn(self.checkpoint.messages(self.ctx.system_prompt, self.ctx.prompt))
+            except self.wire.dropped:  # the SDK retries a request that failed, not a stream that broke off
                 dropped += 1
                 if dropped > STREAM_RETRIES:
                     raise
@@ -98,32 +100,6 @@ class ReferenceAdapter(KitAdapter):
             self.checkpoint.save()
             if not message.get("tool_calls"):
                 return
-
-    async def _model_turn(self) -> dict[str, Any]:
-        stream = await self.client.chat.completions.create(
-            model=self.ctx.model_name, stream=True, tools=openai_tool_definitions(),
-            messages=self.checkpoint.messages(self.ctx.system_prompt, self.ctx.prompt),
-        )
-        text: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        async with stream:  # leaving this block (also by cancellation) closes the HTTP stream
-            async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                if delta.content:
-                    text.append(delta.content)
-                for tc in delta.tool_calls or []:
-                    call = calls.setdefault(tc.index, {"id": "", "type": "function",
-                                                       "function": {"name": "", "arguments": ""}})
-                    call["id"] = tc.id or call["id"]
-                    fn = tc.function
-                    call["function"]["name"] = (fn.name if fn else None) or call["function"]["name"]
-                    call["function"]["arguments"] += (fn.arguments if fn else None) or ""
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
-        if calls:
-            message["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return message
 
     def _start_tool(self, call: dict[str, Any]) -> asyncio.Task:
         """A tool call's task, kept in `inflight` until its outcome is read: by the loop, or by the stop when the

@@ -5,9 +5,9 @@ nothing more. It never reads the ledger and never special-cases a scenario or an
 framework does after the stop is what stopbench measures, so an adapter states no expected outcome.
 
 What an adapter declares about itself (`name`, `stop_modes`, `resume_primitive`, `tool_styles`, `unsupported`,
-`modes_since`, `environment`, `packages`) is data: a class defined in a framework folder gets it from the folder's
-framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry for a
-variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
+`modes_since`, `environment`, `packages`, `providers`) is data: a class defined in a framework folder gets it from
+the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry
+for a variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
 point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py, `KitAdapter`) owns the
 plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
 
@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from harness import ADAPTERS
 from harness.contract.sources import package_sources
 from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
+from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
 from harness.tools.toolbox import Toolbox
@@ -75,15 +76,19 @@ class TrialContext:
 
     run_id: str
     scenario: Scenario
+    #: the world's API of this trial's `provider`, as that provider's official SDK takes it as its base URL (openai:
+    #: `.../v1`; anthropic and gemini: the run's URL, the SDK adds its API's path): harness/providers.py
     model_base_url: str
     services_base_url: str
-    model_name: str
+    model_name: str  # the provider's model name for the trial (harness/providers.py)
     mode: str  # the stop button this trial presses: some primitives are chosen when the run starts
     tool_style: str  # sync | async | mcp
     toolbox: Toolbox  # the one implementation of the tools (also compensations)
     mcp: McpServer
     workdir: Path
     seed: int = 0
+    #: the model provider this trial talks to: one of the adapter's declared `providers` (harness/providers.py)
+    provider: str = DEFAULT_PROVIDER
     #: pressed by the harness at `stop_called`, released when resume starts; an agent that checks it
     #: before a send (`Toolbox.call(..., unless_pressed=...)`) never sends after the stop (the reference)
     stop_button: StopButton = field(default_factory=StopButton)
@@ -148,6 +153,9 @@ class Adapter(abc.ABC):
     environment: ClassVar[dict[str, str]] = {}
     #: distributions whose versions every row records
     packages: ClassVar[tuple[str, ...]] = ()
+    #: the model providers the adapter has clients for (harness/providers.py), its home one first: a trial of
+    #: another is refused before it runs
+    providers: ClassVar[tuple[str, ...]] = (DEFAULT_PROVIDER,)
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False

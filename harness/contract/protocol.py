@@ -35,6 +35,7 @@ from harness.contract.wire import (
     check_result,
 )
 from harness.frameworks import TOOL_STYLES, Framework
+from harness.providers import DEFAULT_PROVIDER, PROVIDERS
 from harness.stop_button import NOT_SENT
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_KIND, TOOL_SPECS, json_schema
 from harness.tools.mitigation import CallKeys, KeyPolicy
@@ -68,6 +69,8 @@ class Capabilities:
     asks_stop_button: bool = False
     #: the process notifies `stop_handled` with the moment it handled a stop (the Node kit's serve() does)
     notifies_stop_handled: bool = False
+    #: the model providers it has clients for (harness/providers.py), its home one first
+    providers: tuple[str, ...] = (DEFAULT_PROVIDER,)
 
 
 def _expect(cond: bool, where: str, name: str, expected: str, got: Any) -> None:
@@ -110,7 +113,12 @@ def parse_capabilities(params: dict[str, Any], where: str) -> Capabilities:
     _expect(isinstance(asks, bool), where, "asks_stop_button", "true or false", asks)
     handled = params.get("notifies_stop_handled", False)
     _expect(isinstance(handled, bool), where, "notifies_stop_handled", "true or false", handled)
-    return Capabilities(name, stop_modes, signals, resume, tuple(styles), unsupported, asks, handled)
+    providers = params.get("providers", [DEFAULT_PROVIDER])
+    _expect(isinstance(providers, list) and bool(providers) and set(providers) <= set(PROVIDERS)
+            and len(set(providers)) == len(providers), where, "providers",
+            f"a list of some of {', '.join(PROVIDERS)}, each once", providers)
+    return Capabilities(name, stop_modes, signals, resume, tuple(styles), unsupported, asks, handled,
+                        tuple(providers))
 
 
 def _handled_at(params: dict[str, Any], where: str) -> int:
@@ -126,13 +134,15 @@ def _handled_at(params: dict[str, Any], where: str) -> int:
 
 
 def check_declared(cls: type[Adapter], caps: Capabilities, where: str) -> None:
-    """The process and its framework.toml say the same: mode ids, resume or none, tool styles, unsupported pairs."""
+    """The process and its framework.toml say the same: mode ids, resume or none, tool styles, unsupported pairs,
+    providers."""
     pairs = (("name", cls.name, caps.name),
              ("stop_modes", list(cls.stop_modes), list(caps.stop_modes)),
              ("resume_primitive", "a resume" if cls.resume_primitive else "none",
               "a resume" if caps.resume_primitive else "none"),
              ("tool_styles", sorted(cls.tool_styles), sorted(caps.tool_styles)),
-             ("unsupported", sorted(map(list, cls.unsupported)), sorted(map(list, caps.unsupported))))
+             ("unsupported", sorted(map(list, cls.unsupported)), sorted(map(list, caps.unsupported))),
+             ("providers", list(cls.providers), list(caps.providers)))
     for name, declared, said in pairs:
         if declared != said:
             raise ProtocolError(f"{where}: field {name!r}: the process says {said}; the adapter declares "
@@ -218,7 +228,8 @@ class ProtocolAdapter(Adapter):
         return {
             "run_id": ctx.run_id, "scenario": ctx.scenario.name, "mode": ctx.mode, "tool_style": ctx.tool_style,
             "model_base_url": ctx.model_base_url, "services_base_url": ctx.services_base_url,
-            "model_name": ctx.model_name, "system_prompt": ctx.system_prompt, "prompt": ctx.prompt,
+            "model_name": ctx.model_name, "provider": ctx.provider, "system_prompt": ctx.system_prompt,
+            "prompt": ctx.prompt,
             "next_input": NEXT_INPUT, "workdir": str(ctx.workdir), "seed": ctx.seed,
             "mcp": {"command": mcp.command, "args": list(mcp.args), "env": dict(mcp.env)},
             "idempotency": _key_policy(ctx.toolbox),

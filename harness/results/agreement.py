@@ -15,6 +15,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from harness.billing import DEFAULT_PROFILE
+from harness.providers import DEFAULT_PROVIDER
 from harness.results import schema
 from harness.results.rows import raw_files, read_rows
 from harness.results.selection import CELL, is_anchored, is_measured, tools_shown, without
@@ -23,16 +25,18 @@ from harness.results.selection import CELL, is_anchored, is_measured, tools_show
 #: timing: trigger_delay_ms / trigger_precise are the harness's, and timings vary by nature)
 FIELDS = ("status", *(f.name for f in schema.FIELDS.values() if f.source == "metrics" and f.label
                       and f.group != "trigger" and (f.unit == "count" or f.type is bool)))
-#: what a cell is named by within its adapter (its host and scenario hash are added apart; an MCP launch is
-#: named with its tool style, `mcp+<launch>`)
-NAMED_BY = without(CELL, "adapter", "scenario_hash", "host", "mcp_launch")
+#: what a cell is named by within its adapter (its host, provider, billing profile and scenario hash are added
+#: apart, when not the default; an MCP launch is named with its tool style, `mcp+<launch>`)
+NAMED_BY = without(CELL, "adapter", "scenario_hash", "host", "mcp_launch", "provider", "billing_profile")
+#: the cell's fields named after NAMED_BY only when a row's value is not the one every row had before they existed
+NAMED_APART = {"host": "close", "provider": DEFAULT_PROVIDER, "billing_profile": DEFAULT_PROFILE.name}
 
 
 def _cell(row: dict[str, Any]) -> str:
     """A trial cell (harness/results/selection.py CELL) within its adapter, as the table names it."""
-    host = row.get("host") or "close"
+    apart = "".join(f" {k}:{row[k]}" for k, usual in NAMED_APART.items() if row.get(k) not in (None, usual))
     return " ".join(tools_shown(row) if k == "tool_style" else str(row.get(k)) for k in NAMED_BY) + (
-        " host:crash" if host != "close" else "") + f" #{row.get('scenario_hash')}"
+        apart) + f" #{row.get('scenario_hash')}"
 
 
 def disagreeing_fields(rows: list[dict[str, Any]]) -> list[str]:

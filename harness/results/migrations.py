@@ -63,9 +63,9 @@ def fields_added(*names: str) -> Callable[[Row], Row]:
 MIGRATIONS: dict[int, Callable[[Row], Row]] = {
     1: facts_out_of_text,
     # the metric code's digest (stopbench rederive), the stop's delivery to an adapter process, what a provider
-    # bills after a disconnect, the in-flight effects whose client had gone
+    # bills after a disconnect, the in-flight effects whose client had gone, the model provider
     2: fields_added("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
-                    "effects_in_flight_client_gone"),
+                    "effects_in_flight_client_gone", "provider"),
 }
 OLDEST = min(MIGRATIONS)
 

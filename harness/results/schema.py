@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.providers import DEFAULT_PROVIDER
 
 #: the row format's version: rows of an older one are migrated when read (harness/results/migrations.py), rows
 #: of a newer one are refused. Each change, a field added included, is a new version with its migration.
@@ -136,8 +137,8 @@ def _fields() -> Iterable[Field]:
 
     yield runner("schema_version", int, "the row format's version: an older row is migrated when read "
                  "(harness/results/migrations.py), a newer one refused", required=True)
-    yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation, repetition: what a "
-                 "rerun skips", required=True)
+    yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation (host, provider, "
+                 "billing profile when not the default), repetition: what a rerun skips", required=True)
     yield runner("adapter_digest", str, "digest of the adapter's folder (its Python files, framework.toml, "
                  "constraints.txt): with `versions`, the code the row was measured on; a bench reruns a trial whose "
                  "row has another (harness/trial/staleness.py; rows written before it existed have none: stale)")
@@ -160,6 +161,9 @@ def _fields() -> Iterable[Field]:
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
+    yield runner("provider", str, "the model provider the trial talked to, through the framework's own client for "
+                 "it (harness/providers.py): `openai`, `anthropic` or `gemini`; rows written before it existed: "
+                 "`openai`", default=lambda row: DEFAULT_PROVIDER)
     yield runner("rep", int, "repetition number")
     yield runner("seed", int, "the run's seed")
     yield runner("versions", dict, "the framework's packages and their versions")

@@ -25,8 +25,10 @@ MOMENT = ("scenario", "offset")
 #: `stopbench compare` cuts both sides down to the ones they share
 CONDITION = (*MOMENT, "tool_style")
 #: a trial but its repetition, in trial_id's order (a host crash trial is a cell of its own: it shares the
-#: closing host's conditions and measures other fields; so is each MCP launch variant)
-CELL = (*BUTTON, "scenario", "scenario_hash", "offset", "tool_style", "mcp_launch", "mitigation", "host")
+#: closing host's conditions and measures other fields; so is each MCP launch variant, each provider, and each
+#: billing profile the world played)
+CELL = (*BUTTON, "scenario", "scenario_hash", "offset", "tool_style", "mcp_launch", "mitigation", "host", "provider",
+        "billing_profile")
 
 
 def tools_shown(rows: Any) -> Any:

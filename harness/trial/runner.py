@@ -21,9 +21,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+from harness.billing import BillingError, parse_billing
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
+from harness.providers import DEFAULT_PROVIDER, PROVIDERS
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import (
@@ -57,6 +59,10 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
+    providers: list[str] = field(default_factory=lambda: [DEFAULT_PROVIDER])  # harness/providers.py
+    #: the billing profile every trial's run plays in place of its scenario's (harness/billing.py); None: the
+    #: scenario's
+    billing: str | None = None
     mitigations: list[Mitigation] = field(default_factory=lambda: [Mitigation()])
     reps: int = 1
     jobs: int | None = 1  # None: auto (harness.trial.concurrency)
@@ -90,6 +96,14 @@ class RunOptions:
         for host in self.hosts:
             if host not in HOSTS:
                 raise AdapterError(f"host: {host!r} is none of {', '.join(HOSTS)}")
+        for name in self.providers:
+            if name not in PROVIDERS:
+                raise AdapterError(f"provider: {name!r} is none of {', '.join(PROVIDERS)}")
+        if self.billing is not None:
+            try:
+                self.billing = parse_billing(self.billing, "billing").name  # one spelling in trial ids
+            except BillingError as e:
+                raise AdapterError(str(e)) from e
         if self.reps_rule not in REPS_RULES:
             raise AdapterError(f"reps rule: {self.reps_rule!r} is none of {', '.join(REPS_RULES)}")
 
@@ -114,15 +128,19 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if st not in adapter_cls.tool_styles:
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
+    for name in opts.providers:
+        if name not in adapter_cls.providers:
+            raise AdapterError(f"adapter {opts.adapter!r} has no client for provider {name!r} (it declares: "
+                               f"{', '.join(adapter_cls.providers)}; `providers` in its framework.toml)")
     specs = []
-    for scenario_name, mode, style, mit, host, rep in itertools.product(names, modes, styles, opts.mitigations,
-                                                                       opts.hosts, range(opts.reps)):
+    for scenario_name, mode, style, mit, host, provider, rep in itertools.product(
+            names, modes, styles, opts.mitigations, opts.hosts, opts.providers, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors not in ("all", offset.kind):
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
-                                   mcp_launch=launch, host=host))
+                                   mcp_launch=launch, host=host, provider=provider, billing=opts.billing or ""))
     return take_shard(specs, opts.shard)
 
 
@@ -335,7 +353,8 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "mode": spec.mode, "scenario": spec.scenario, "scenario_hash": scenario.digest, "offset": spec.offset.text,
         "offset_kind": spec.offset.kind, "tool_style": spec.tool_style,
         "mcp_launch": spec.mcp_launch,
-        "mitigation": spec.mitigation.name, "host": spec.host, "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "mitigation": spec.mitigation.name, "host": spec.host, "provider": spec.provider,
+        "rep": spec.rep, "seed": spec.seed, "versions": versions,
         "finished_at": now_iso(), **env, **measured,
     }
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import DEFAULT_OBSERVE_MS, Offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
@@ -18,8 +19,6 @@ from harness.tools.mitigation import Mitigation
 #: what happens to the app hosting the agent after the stop: it closes the agent (`close`: resume, then
 #: close()), or it dies without cleanup (`crash`: SIGKILL, as a crash, an OOM kill or a deploy restart would)
 HOSTS = ("close", "crash")
-
-MODEL_NAME = "scripted-model"
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ class Shard:
 @dataclass(frozen=True)
 class TrialSpec:
     """One cell of the matrix: adapter x mode x scenario x offset x tools (and, for MCP, how the server is
-    launched) x mitigation x host x repetition."""
+    launched) x mitigation x host x provider (x a billing profile in place of the scenario's) x repetition."""
 
     adapter: str
     mode: str
@@ -83,6 +82,9 @@ class TrialSpec:
     seed: int = 0
     mcp_launch: str = DEFAULT_LAUNCH  # harness/tools/mcp_launch.py
     host: str = "close"  # HOSTS
+    provider: str = DEFAULT_PROVIDER  # harness/providers.py
+    #: the billing profile the world plays in place of the scenario's (harness/billing.py); "" = the scenario's
+    billing: str = ""
 
     @property
     def cell(self) -> TrialSpec:
@@ -95,10 +97,13 @@ class TrialSpec:
         return tool_label(self.tool_style, self.mcp_launch)
 
     def trial_id(self, scenario_hash: str) -> str:
-        """The defaults (a direct MCP launch, a host that closes) leave the id as it always was."""
+        """The defaults (a direct MCP launch, a host that closes, openai, the scenario's billing) leave the id as it
+        always was."""
         host = "" if self.host == "close" else f"|host:{self.host}"
+        provider = "" if self.provider == DEFAULT_PROVIDER else f"|provider:{self.provider}"
+        billing = f"|billing:{self.billing}" if self.billing else ""
         return (f"{self.adapter}|{self.mode}|{self.scenario}@{scenario_hash}|{self.offset.text}|"
-                f"{self.tool_label}|{self.mitigation.name}{host}|{self.rep}")
+                f"{self.tool_label}|{self.mitigation.name}{host}{provider}{billing}|{self.rep}")
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,6 @@ class SubjectPlan:
     run: RunInfo
     settle_window_ms: float
     deadlines: Deadlines = field(default_factory=Deadlines)
-    model_name: str = MODEL_NAME
     #: the observation floor: the subject stays alive and observed at least this long after the stop
     #: (and after resume returns); harness.scenario.DEFAULT_OBSERVE_MS says why
     observe_ms: float = DEFAULT_OBSERVE_MS
@@ -143,5 +147,5 @@ class SubjectPlan:
                 "mitigation": Mitigation(data["spec"]["mitigation"])}
         run = {**data["run"], "workdir": Path(data["run"]["workdir"])}
         return cls(spec=TrialSpec(**spec), run=RunInfo(**run), settle_window_ms=data["settle_window_ms"],
-                   deadlines=Deadlines(**data["deadlines"]), model_name=data["model_name"],
+                   deadlines=Deadlines(**data["deadlines"]),
                    observe_ms=data["observe_ms"])

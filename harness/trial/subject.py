@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
+from harness.providers import PROVIDERS
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
@@ -307,8 +308,9 @@ class Subject:
         mcp = McpServer(command=command, args=tuple(args), env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
         return TrialContext(
             run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
-            services_base_url=run.services_base_url, model_name=self.plan.model_name, mode=spec.mode,
-            tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir, seed=spec.seed,
+            services_base_url=run.services_base_url, model_name=PROVIDERS[spec.provider].model_name,
+            mode=spec.mode, tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir,
+            seed=spec.seed, provider=spec.provider,
             stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
             stop_handled=self._stop_handled,
         )

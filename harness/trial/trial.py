@@ -23,6 +23,7 @@ from harness import python_module
 from harness.contract.adapter import Adapter
 from harness.contract.protocol import STDERR_FILE
 from harness.owner import OWNER_ENV, run_marker
+from harness.providers import PROVIDERS
 from harness.results import metrics
 from harness.scenario import Scenario
 from harness.trial.audit import descendant_pids
@@ -144,7 +145,8 @@ class RunningTrial:
         self.events: list[dict[str, Any]] = []  # the ledger behind the row, once finish() read it
         self.crash: HostCrash | None = None  # a host crash trial, once its host was killed
         created = world.create_run(scenario.name, seed=spec.seed,
-                                   stop_anchor=spec.offset if spec.offset.is_event else None)
+                                   stop_anchor=spec.offset if spec.offset.is_event else None,
+                                   billing=spec.billing or None)
         self.run_id = created["run_id"]
         workdir = workroot / f"{self.run_id}"
         workdir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +157,8 @@ class RunningTrial:
         printed = workdir / OUTPUT_FILE
         self.plan = SubjectPlan(
             spec=spec,
-            run=RunInfo(world_url=world.url, run_id=self.run_id, model_base_url=created["model_base_url"],
+            run=RunInfo(world_url=world.url, run_id=self.run_id,
+                        model_base_url=created[PROVIDERS[spec.provider].base_url_key],
                         services_base_url=created["services_base_url"], workdir=workdir),
             settle_window_ms=settle_window_ms(scenario) if settle_ms is None else settle_ms, deadlines=deadlines,
             observe_ms=scenario.observe_ms if observe_ms is None else observe_ms,

@@ -98,9 +98,12 @@ class WorldClient:
             raise WorldError(f"{r.request.method} {r.request.url.path}: HTTP {r.status_code} {r.text[:300]}")
         return r.json()
 
-    def create_run(self, scenario: str | dict, seed: int = 0, stop_anchor: Offset | None = None) -> dict:
-        """A run of `scenario`; the world fires `stop_anchor` (an event offset), sent as its data."""
-        body = {"scenario": scenario, "seed": seed, "stop_anchor": stop_anchor.to_data() if stop_anchor else None}
+    def create_run(self, scenario: str | dict, seed: int = 0, stop_anchor: Offset | None = None,
+                   billing: str | None = None) -> dict:
+        """A run of `scenario`; the world fires `stop_anchor` (an event offset), sent as its data, and plays
+        `billing` (harness/billing.py) in place of the scenario's profile when given."""
+        body = {"scenario": scenario, "seed": seed, "stop_anchor": stop_anchor.to_data() if stop_anchor else None,
+                "billing": billing}
         return self._check(self.http.post(f"{self.url}/runs", json=body))
 
     def ledger(self, run_id: str) -> dict[str, Any]:
