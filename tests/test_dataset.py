@@ -289,3 +289,25 @@ def test_rederive_derives_a_published_dataset_again_and_keeps_its_manifest_true(
     assert [p.name for p in raw_files(folder)] == [
         "known-leaks-one-email.parquet", "known-resume-repeats.parquet"]  # rewritten in place, no lines added
     assert check(folder) == []  # the manifest's hash is the new file's
+
+
+def test_a_tokens_time_is_kept_to_the_microsecond_and_every_other_events_to_the_nanosecond(tmp_path):
+    """Lines written before token times were rounded are published rounded; both kinds of file then agree."""
+    import gzip
+
+    events = [{"t": 1_000_000_123, "event": "mark", "name": "run_started"},
+              {"t": 1_000_200_499, "event": "token", "req": 1, "i": 0},
+              {"t": 1_000_200_500, "event": "token", "req": 1, "i": 1},
+              {"t": 1_000_300_007, "event": "effect_received", "kind": "email"},
+              {"t": 999_999_999, "event": "mark", "name": "late_stamp"},  # a mark stamped before the line before
+              {"t": 1_003_999_999, "event": "token", "req": 2, "i": 0}]
+    old = tmp_path / "run" / "evidence" / "fw.jsonl.gz"  # as an older stopbench wrote it: every time in ns
+    old.parent.mkdir(parents=True)
+    old.write_bytes(gzip.compress((json.dumps({"trial_id": "t1", "run_id": "r1", "events": events}) + "\n").encode()))
+    (tmp_path / "run" / "raw").mkdir()
+    kept = [1_000_000_123, 1_000_200_000, 1_000_201_000, 1_000_300_007, 999_999_999, 1_004_000_000]
+    publish(tmp_path / "run")
+    (record,) = read_evidence(tmp_path / "run" / "evidence" / "fw.parquet")
+    assert [e["t"] for e in record["events"]] == kept
+    append_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz", "t1", "r1", events)
+    assert list(read_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz")) == [record]

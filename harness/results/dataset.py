@@ -158,33 +158,64 @@ def _int_or_none(v: Any) -> int | None:
     return v if type(v) is int else None
 
 
+#: a token's time is kept to the microsecond (every other event's to the nanosecond): a token's nanoseconds are the
+#: machine's scheduling noise around its slot (harness/world/model_api.py `Pacer`), about 10 of the 20 bits its
+#: gap takes, and tokens are nine events in ten; no published row's measured field moves when they are rounded
+#: (`stopbench rederive` derives every one the same)
+TOKEN_TIME_NS = 1000
+TOKEN = "token"
+
+
+def kept_time(e: dict[str, Any]) -> int:
+    """The time the evidence keeps of event `e`: a token's rounded to TOKEN_TIME_NS (half up), any other's as is."""
+    t = e["t"]
+    return (t + TOKEN_TIME_NS // 2) // TOKEN_TIME_NS * TOKEN_TIME_NS if e.get("event") == TOKEN else t
+
+
+def as_kept(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events as the evidence keeps them (token times to TOKEN_TIME_NS)."""
+    return [{**e, "t": kept_time(e)} if e.get("event") == TOKEN and type(e.get("t")) is int
+            and e["t"] % TOKEN_TIME_NS else e for e in events]
+
+
 def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
-    """Each record's events, one line per event (an empty record as one line without an event)."""
+    """Each record's events, one line per event (an empty record as one line without an event), times as gaps:
+    the record's first line its time, then each token's gap to the token before it (or to the first line) in
+    TOKEN_TIME_NS, each other event's gap to the other event before it (or to the first line) in ns: two
+    regular series, each of small numbers."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     cols: dict[str, list[Any]] = {name: [] for name in EVENT_COLUMNS}
     for n, record in enumerate(records):
-        last = 0
+        last_ns = last_token = 0
         extra = {k: v for k, v in record.items() if k not in RECORD_KEYS}
         for k, e in enumerate(record["events"] or [{}]):
             if e and type(e.get("t")) is not int:
                 raise DatasetError(f"{path}: trial {record['trial_id']}: an event without an integer time: {e!r:.80}")
             rest = {k: v for k, v in e.items()
                     if k not in ("t", "event") and not (k in ("req", "i") and type(v) is int)}
+            if not e:
+                gap = None
+            elif k == 0:
+                gap = last_ns = kept_time(e)
+                last_token = last_ns // TOKEN_TIME_NS
+            elif e.get("event") == TOKEN:
+                gap, last_token = kept_time(e) // TOKEN_TIME_NS - last_token, kept_time(e) // TOKEN_TIME_NS
+            else:
+                gap, last_ns = e["t"] - last_ns, e["t"]
             cols["record"].append(n)
             cols["trial_id"].append(record["trial_id"])
             cols["run_id"].append(record["run_id"])
-            cols["dt"].append(e["t"] - last if e else None)
+            cols["dt"].append(gap)
             cols["event"].append(e.get("event"))
             cols["req"].append(_int_or_none(e.get("req")))
             cols["i"].append(_int_or_none(e.get("i")))
             cols["rest"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
             cols["extra"].append(json.dumps(extra, separators=(",", ":")) if extra and k == 0 else None)
-            last = e.get("t", last)
     types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64()}
     table = pa.table({name: pa.array(values, type=types.get(name, pa.string())) for name, values in cols.items()})
-    table = table.replace_schema_metadata(_metadata("evidence", records=len(records)))
+    table = table.replace_schema_metadata(_metadata("evidence", records=len(records), token_time_ns=TOKEN_TIME_NS))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, use_dictionary=["trial_id", "run_id", "event", "rest"],
                    column_encoding={"record": "DELTA_BINARY_PACKED", "dt": "BYTE_STREAM_SPLIT",
@@ -230,15 +261,29 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
 
 
 def _times(table) -> list[int]:
-    """Each event's time: the running sum of the gaps, restarted at each record."""
+    """Each event's time (`write_evidence`'s gaps summed): per record, the first line's time, then a running sum of
+    the token gaps (in TOKEN_TIME_NS) and one of the other gaps (in ns), both from the first line's time."""
     import numpy as np
 
     gaps = table.column("dt").fill_null(0).to_numpy()
     records = table.column("record").to_numpy()
-    total = np.cumsum(gaps)
-    starts = np.flatnonzero(np.diff(records, prepend=-1))  # the first line of each record
-    before = total[starts] - gaps[starts]  # the sum of the records before it
-    return (total - np.repeat(before, np.diff(np.append(starts, len(records))))).tolist()
+    token = (table.column("event").to_numpy(zero_copy_only=False) == TOKEN)
+    n = len(gaps)
+    first = np.flatnonzero(np.diff(records, prepend=-1))  # the first line of each record
+    lengths = np.diff(np.append(first, n))
+    t0 = np.repeat(gaps[first], lengths)  # each line's record's first time
+    is_first = np.zeros(n, dtype=bool)
+    is_first[first] = True
+    steps = np.where(is_first, 0, gaps)
+    group = np.repeat(np.arange(len(first)), lengths) * 2 + token  # (record, kind of clock)
+    order = np.argsort(group, kind="stable")
+    sums = np.cumsum(steps[order])
+    starts = np.flatnonzero(np.diff(group[order], prepend=-1))
+    sums -= np.repeat(sums[starts] - steps[order][starts], np.diff(np.append(starts, n)))
+    running = np.empty(n, dtype=np.int64)
+    running[order] = sums
+    times = np.where(token, (t0 // TOKEN_TIME_NS + running) * TOKEN_TIME_NS, t0 + running)
+    return np.where(is_first, gaps, times).tolist()
 
 
 def _string_array(values: set[str]):

@@ -10,7 +10,9 @@ here takes either kind.
 
 Streamed tokens are most of a ledger (a long answer is 2,000 `token` events), so a run of consecutive
 token events of one request is stored as one `tokens` entry: the first one's time `t`, its index `i0`,
-and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly.
+and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly as they
+were kept, and a token's time is kept to the microsecond (dataset.TOKEN_TIME_NS: its nanoseconds are scheduling
+noise), in both kinds of file.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[st
                     output: dict[str, str] | None = None) -> None:
     """`output`: what the trial's processes printed (file name -> its text), kept with the ledger."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"trial_id": trial_id, "run_id": run_id, "events": pack(events)}
+    record: dict[str, Any] = {"trial_id": trial_id, "run_id": run_id, "events": pack(dataset.as_kept(events))}
     if output:
         record["output"] = output
     line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
