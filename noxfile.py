@@ -16,6 +16,7 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
+from harness.billing import BILLING_MATRIX  # noqa: E402 (stdlib only)
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
 from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
@@ -57,8 +58,8 @@ SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 def install_framework(session: nox.Session, name: str, *extras: str) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
-    process in JavaScript, its packages from its lockfile (`npm ci` in its folder, on the Node the adapter runs on:
-    node_modules is never committed).
+    process in JavaScript or an orchestrator CLI from npm, its packages from its lockfile (`npm ci` in its folder,
+    on the Node the adapter runs on: node_modules is never committed).
     A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
@@ -69,12 +70,12 @@ def install_framework(session: nox.Session, name: str, *extras: str) -> None:
         compile_bytecode(session, site_packages=True)
         mark_installed(env, digest)
     compile_bytecode(session)  # the repository's own code changes between sessions; it is small
-    protocol = FRAMEWORKS[name].protocol
-    if protocol is not None and protocol.npm:
-        modules = protocol.folder / "node_modules"
-        lock = install_digest(["npm", "ci"], npm_inputs(protocol.folder))
+    framework = FRAMEWORKS[name]
+    if framework.npm:
+        modules = framework.folder / "node_modules"
+        lock = install_digest(["npm", "ci"], npm_inputs(framework.folder))
         if not is_installed(modules, lock):  # npm on the Node the adapter runs on (harness/npm_install.py)
-            for command in install_commands(protocol.folder, env):
+            for command in install_commands(framework.folder, env):
                 session.run_install(*command, external=True)
             mark_installed(modules, lock)
 
@@ -118,16 +119,23 @@ def bench(session: nox.Session, adapter: str) -> None:
     # one run (one world, one queue: no pause between matrices): the main matrix on the framework's home provider (the
     # first it declares); the mitigation comparison (every mode, q3_report's event anchors, async tools); the orphan
     # matrix (every MCP launch, a host that closes or crashes); each other provider it declares at event anchors
-    # (harness/providers.py OTHER_PROVIDERS_ANCHORS)
+    # (harness/providers.py OTHER_PROVIDERS_ANCHORS); the billing matrix on each provider (harness/billing.py)
     mitigations = " ".join(f"--mitigation {m}" for m in ("saga", "idempotent", "saga+idempotent"))
     offsets = " ".join(f"--offset {o}" for o in MITIGATION_OFFSETS)
     launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
     home, *others = FRAMEWORKS[adapter].adapter.providers  # the home provider's whole matrix; the others' event
     providers = [a for p in others for a in ("--also", f"--provider {p} --anchors {OTHER_PROVIDERS_ANCHORS}")]
+    # and, on every provider, the billing matrix under the other profile (harness/billing.py BILLING_MATRIX)
+    scenarios = " ".join(f"--scenario {s}" for s in BILLING_MATRIX["scenarios"])
+    style = FRAMEWORKS[adapter].adapter.tool_styles[0]
+    billing = [a for p in (home, *others) for a in (
+        "--also", f"--provider {p} --billing {BILLING_MATRIX['billing']} --anchors {BILLING_MATRIX['anchors']} "
+                  f"--tools {style} {scenarios}")]
     session.run("stopbench", "run", "--adapter", adapter, "--provider", home, "--reps", REPS, "--jobs", JOBS,
                 "--out", RESULTS, *SELECT,
                 "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
                 "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", *providers,
+                *billing,
                 **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,

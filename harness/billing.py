@@ -56,6 +56,11 @@ RUNS_ON_SOURCE = ("serving engines that notice a disconnect late or not at all: 
 PROFILES: dict[str, BillingProfile] = {p.name: p for p in (STOPS_AT_DISCONNECT, RUNS_TO_COMPLETION)}
 DEFAULT_PROFILE = STOPS_AT_DISCONNECT
 FORMS = "stops_at_disconnect, runs_to_completion or runs_on_ms:N"
+#: what a framework's full run (`nox -s bench`) also plays under the profile opposite to the default, on each
+#: provider it declares, for the table of what a stop costs under each profile: the scenarios whose answers a stop
+#: can cut short, at event anchors (the world holds at the anchor: both profiles see the same stop), in the
+#: adapter's first tool style
+BILLING_MATRIX = {"billing": RUNS_TO_COMPLETION.name, "scenarios": ("q3_report", "long_answer"), "anchors": "event"}
 
 
 def runs_on(ms: float) -> BillingProfile:

@@ -14,7 +14,7 @@ from pathlib import Path
 import harness
 from harness.billing import FORMS
 from harness.contract.registry import AdapterError
-from harness.providers import DEFAULT_PROVIDER, PROVIDERS
+from harness.providers import PROVIDERS
 from harness.results.dataset import DatasetError
 from harness.results.repetitions import DEFAULT_REPS_RULE, REPS_RULES
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
@@ -60,7 +60,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         out=Path(args.out), scenarios_dir=Path(args.scenarios), start_method=args.start_method,
         deadlines=Deadlines(), seed=args.seed, keep_workdirs=args.keep_workdirs, shard=args.shard,
         observe_ms=args.observe_ms, anchors=args.anchors or "all", mcp_launches=args.mcp_launch or ["direct"],
-        hosts=args.host or ["close"], reps_rule=args.reps_rule, providers=args.provider or [DEFAULT_PROVIDER],
+        hosts=args.host or ["close"], serve_paths=args.serve or ["in-process"], reps_rule=args.reps_rule,
+        providers=args.provider or [],
         billing=args.billing,
     )
     opts.also = [_also(opts, text) for text in args.also or []]
@@ -94,9 +95,15 @@ def _matrix_parser(prog: str) -> argparse.ArgumentParser:
                    help="what the app hosting the agent does after the stop (repeatable; default: close): "
                         "close (resume, then close()) or crash (SIGKILLed without cleanup; what outlives it is "
                         "watched for the observation window, then reaped)")
+    p.add_argument("--serve", action="append", metavar="PATH",
+                   help="serve the run and stop it from a client (repeatable; default: in-process, no server): "
+                        "starlette-sse (the client disconnects), starlette-sse+cancel (the page calls the cancel "
+                        "endpoint), starlette-sse+browser (the chat page's Stop in headless Chromium aborts the "
+                        "fetch); harness/trial/serve/paths.py")
     p.add_argument("--provider", action="append", choices=list(PROVIDERS),
-                   help=f"the model provider the adapter's client talks to (repeatable; default: {DEFAULT_PROVIDER}); "
-                        "the adapter must declare it (`providers` in its framework.toml)")
+                   help="the model provider the adapter's client talks to (repeatable; default: the adapter's home "
+                        "provider, the first it declares); the adapter must declare it (`providers` in its "
+                        "framework.toml)")
     p.add_argument("--billing", metavar="PROFILE",
                    help=f"what the provider bills after a streamed answer's client left, in place of each scenario's "
                         f"`billing:` ({FORMS}; harness/billing.py)")
@@ -122,6 +129,7 @@ def _also(base, text: str):
     return dataclasses.replace(base, modes=a.mode or [], scenarios=a.scenario or [], offsets=a.offset or [],
                                tool_styles=a.tools or [], mitigations=a.mitigation or ["none"], reps=a.reps,
                                mcp_launches=a.mcp_launch or ["direct"], hosts=a.host or ["close"],
+                               serve_paths=a.serve or base.serve_paths,
                                providers=a.provider or base.providers, billing=a.billing or base.billing,
                                anchors=a.anchors or base.anchors, also=[])
 
@@ -295,13 +303,12 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from harness.contract.registry import available_adapters, load_adapter
-    from harness.frameworks import ROOT as REPO
-    from harness.frameworks import Declaration, discover
+    from harness.contract.registry import available_adapters, builtin_frameworks, load_adapter
+    from harness.frameworks import Declaration
     from harness.scenario import load_scenarios
     from harness.world.model_api import tokens_per_turn
 
-    declared = {f.name: f.adapter for f in discover(REPO) if f.adapter is not None}
+    declared = {name: f.adapter for name, f in builtin_frameworks().items() if f.adapter is not None}
     print("adapters:")
     for name in available_adapters():
         try:
@@ -366,8 +373,9 @@ def cmd_new_adapter(args: argparse.Namespace) -> int:
     into site-packages and says what to do instead."""
     from harness.contract.registry import ADAPTERS_DIR
     from harness.contract.skeleton import write_skeleton
+    from harness.frameworks import folder_name
 
-    module = args.name.replace("-", "_")
+    module = folder_name(args.name)
     if args.dir is None and harness.PACKAGE != "harness":
         raise UsageError(
             f"stopbench is installed as a package ({Path(harness.__file__).parent.parent}), and a new adapter does "

@@ -29,3 +29,7 @@ async def sleep_until_ns(deadline_ns: int) -> None:
 async def sleep_ms(ms: float) -> None:
     if ms > 0:
         await sleep_until_ns(time.monotonic_ns() + int(ms * 1e6))
+
+#: seconds after the stop at which the processes of a run are counted (harness/trial/census.py): an orchestrator
+#: CLI's leftovers at two moments, one a user still watches and one after they have moved on
+CENSUS_AFTER_S = (5.0, 30.0)

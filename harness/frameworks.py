@@ -21,7 +21,10 @@ framework.toml:
     resume_primitive = "Crew.from_checkpoint..."  # how resume works, one line; absent: the framework has none
     tool_styles = ["sync", "async"]               # the tool styles it runs (default: sync, async, mcp)
     [stop_modes]                                  # mode id -> the primitive it presses, one line, in order;
-    cancel = "cancel the asyncio task ..."        #   each has a `stop_<mode>` method on the adapter
+    cancel = "cancel the asyncio task ..."        #   each has a `stop_<mode>` method on the adapter (a process
+                                                  #   adapter: a function in its `stops`)
+    [stop_signals]                                # a process adapter's modes pressed by a signal: mode -> SIGTERM
+    sigterm = "SIGTERM"                           #   or SIGINT, sent to the process in place of a `stop` request
     [environment]                                 # set before the adapter (and its framework) is imported
     CREWAI_DISABLE_TELEMETRY = "true"
     [unsupported.break_sync]                      # mode -> tool style -> why that pair cannot run at all
@@ -45,6 +48,15 @@ framework.toml:
     [protocol]                                    # an adapter in another language: no adapter.py, a process
     command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
                                                   #   a package-lock.json beside it: nox runs `npm ci` there
+
+A process adapter declares nothing of this in its own code: the harness hands it the declaration when it starts
+it (harness/contract/protocol.py), and its kit checks that it implements exactly the declared modes.
+`[stop_signals]` is a table of its own, not a field of each mode, so that `[stop_modes]` stays one line of text per
+mode for every reader (the report, `stopbench list`, the README tables); a mode named there must be declared in
+`[stop_modes]`, and only a `[protocol]` folder declares one (a Python adapter's stop is a method call).
+
+Every folder under adapters/ that is a framework is found by `discover()`, the one scan of the folders, and
+named by `adapter_name()` (`adapters/vercel_ai/` is the adapter `vercel-ai`; `folder_name()` is its inverse).
 """
 
 from __future__ import annotations
@@ -64,6 +76,20 @@ MANIFEST = "framework.toml"
 #: the framework that the core test suite covers (it needs no framework of its own)
 CORE = "reference"
 TOOL_STYLES = ("sync", "async", "mcp")
+#: the signals that may press a process adapter's stop mode: what a process manager, a container stop or Ctrl-C
+#: sends
+STOP_SIGNALS = ("SIGTERM", "SIGINT")
+
+
+def adapter_name(folder: str) -> str:
+    """The adapter name of the framework folder named `folder` (`vercel_ai` -> `vercel-ai`): the folder is an
+    importable package name, the adapter name is what rows and the command line say. `folder_name` undoes it."""
+    return folder.replace("_", "-")
+
+
+def folder_name(name: str) -> str:
+    """The framework folder of adapter `name` (`vercel-ai` -> `vercel_ai`): the inverse of `adapter_name`."""
+    return name.replace("-", "_")
 
 
 def is_reference(name: str) -> bool:
@@ -90,6 +116,7 @@ class Declaration:
     environment: dict[str, str] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
     providers: tuple[str, ...] = (DEFAULT_PROVIDER,)
+    stop_signals: dict[str, str] = field(default_factory=dict)
 
     def attributes(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("name", *DECLARED)}
@@ -97,7 +124,7 @@ class Declaration:
 
 #: the fields of a Declaration that framework.toml holds (its top level, or a variant's)
 DECLARED = ("stop_modes", "resume_primitive", "tool_styles", "unsupported", "modes_since", "environment", "packages",
-            "providers")
+            "providers", "stop_signals")
 
 
 @dataclass(frozen=True)
@@ -203,6 +230,12 @@ class Framework:
         return variant.declaration if variant else self.adapter
 
     @property
+    def npm(self) -> bool:
+        """Its JavaScript packages are pinned by a lockfile in the folder (an adapter process's, or an orchestrator
+        CLI's and its Node): its sessions run `npm ci` there."""
+        return (self.folder / NPM_LOCKFILE).exists()
+
+    @property
     def constraints(self) -> Path | None:
         path = self.folder / "constraints.txt"
         return path if path.exists() else None
@@ -261,7 +294,7 @@ def load(folder: Path) -> Framework:
     if not isinstance(counterpart, str) or (counterpart and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", counterpart)):
         raise FrameworkError(f"{path}: counterpart: expected an adapter name (a framework folder, - for _), "
                              f"got {counterpart!r}")
-    name = folder.name.replace("_", "-")
+    name = adapter_name(folder.name)
     adapter = _declaration(data, Declaration(name), str(path))
     variants = []
     for i, v in enumerate(data.get("variants", [])):
@@ -277,8 +310,12 @@ def load(folder: Path) -> Framework:
     names = [d.name for d in (adapter, *(v.declaration for v in variants)) if d]
     if len(set(names)) < len(names):
         raise FrameworkError(f"{path}: variants: names must differ from each other and from {name!r}: {names}")
+    protocol = _protocol(data.get("protocol"), folder, path)
+    if protocol is None and any(d.stop_signals for d in (adapter, *(v.declaration for v in variants)) if d):
+        raise FrameworkError(f"{path}: stop_signals: only an adapter process ([protocol]) is stopped by a signal; a "
+                             "Python adapter's stop mode is its stop_<mode> method")
     return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter,
-                     _protocol(data.get("protocol"), folder, path), counterpart)
+                     protocol, counterpart)
 
 
 def _protocol(data: object, folder: Path, path: Path) -> Protocol | None:
@@ -335,6 +372,14 @@ def _declaration(data: dict[str, Any], base: Declaration, where: str) -> Declara
             raise FrameworkError(f"{where}: providers: expected some of {', '.join(PROVIDERS)}, each once, the "
                                  f"home one first, got {list(providers)}")
         found["providers"] = providers
+    if "stop_signals" in data:
+        signals = {}
+        for mode, sig in _table(data, "stop_signals", where).items():
+            if sig not in STOP_SIGNALS:
+                raise FrameworkError(f"{where}: stop_signals.{mode}: expected one of {', '.join(STOP_SIGNALS)}, "
+                                     f"got {sig!r}")
+            signals[str(mode)] = sig
+        found["stop_signals"] = signals
     if "unsupported" in data:
         pairs = {}
         for mode, styles in _table(data, "unsupported", where).items():
@@ -356,13 +401,14 @@ def _declaration(data: dict[str, Any], base: Declaration, where: str) -> Declara
         if mode not in modes or style not in styles:
             raise FrameworkError(f"{where}: unsupported.{mode}.{style}: not a declared stop mode and tool style "
                                  f"(modes: {', '.join(modes) or 'none'}; tool styles: {', '.join(styles)})")
-    for mode in found.get("modes_since", {}):
-        if mode not in modes:
-            raise FrameworkError(f"{where}: modes_since.{mode}: not a declared stop mode "
-                                 f"({', '.join(modes) or 'none'})")
+    for key in ("modes_since", "stop_signals"):
+        for mode in found.get(key, {}):
+            if mode not in modes:
+                raise FrameworkError(f"{where}: {key}.{mode}: not a declared stop mode ({', '.join(modes) or 'none'})")
     return Declaration(**{**out.__dict__,
                           "unsupported": {k: v for k, v in out.unsupported.items() if k[0] in modes and k[1] in styles},
-                          "modes_since": {k: v for k, v in out.modes_since.items() if k in modes}})
+                          "modes_since": {k: v for k, v in out.modes_since.items() if k in modes},
+                          "stop_signals": {k: v for k, v in out.stop_signals.items() if k in modes}})
 
 
 def _variant(data: dict[str, Any], framework: Declaration, where: str) -> Declaration:

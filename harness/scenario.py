@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from harness.billing import DEFAULT_PROFILE, BillingError, BillingProfile, parse_billing
+from harness.model_rule import DEFAULT_RULE, ModelRule, ModelRuleError, parse_model_rule
 from harness.tools.catalogue import EFFECT_KINDS, SERVICE_KINDS, TOOL_KIND, TOOL_NAMES, TOOL_PARAMETERS
 
 # bounds that keep one scenario (a file, or inline in POST /runs) from tying up the world
@@ -196,8 +197,13 @@ class Scenario:
     observe_ms: float = DEFAULT_OBSERVE_MS  # the observation floor (see DEFAULT_OBSERVE_MS)
     #: what the provider bills after a streamed answer's client left (harness/billing.py); a run may override it
     billing: BillingProfile = DEFAULT_PROFILE
+    #: how the scripted model reads a tool result that reports an interruption or an error (harness/model_rule.py)
+    model_rule: ModelRule = DEFAULT_RULE
     prompt: str = ""
     tools: dict[str, DeclaredTool] = field(default_factory=dict)  # the user's tools the turns may call
+    #: the agent's own built-in tools the turns may call (a coding CLI's shell: `exec_command`), name -> parameters;
+    #: no world service stands behind them: what they start is found by the audits and the census
+    agent_tools: dict[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = "<inline>"
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -244,7 +250,8 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: a scenario must be a mapping, got {type(data).__name__}")
     known = {"name", "description", "prompt", "turns", "pacing", "latency_ms", "offsets",
-             "commit_on_disconnect", "observe_ms", "tools", "variant_of", "billing"}
+             "commit_on_disconnect", "observe_ms", "tools", "agent_tools", "variant_of", "billing",
+             "model_rule"}
     for key in data:
         if key not in known:
             raise ScenarioError(f"{source}: unknown field '{key}' (known: {', '.join(sorted(known))})")
@@ -272,6 +279,7 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             raise ScenarioError(f"{source}.latency_ms.{kind}: expected milliseconds >= 0, got {ms!r}")
         latency[kind] = float(ms)
     declared = _declared_tools(data.get("tools", {}), f"{source}.tools")
+    agent_tools = _agent_tools(data.get("agent_tools", {}), f"{source}.agent_tools")
     turns_raw = _need(data, "turns", list, source)
     if not turns_raw:
         raise ScenarioError(f"{source}.turns: at least one turn is needed")
@@ -295,14 +303,17 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
             if not isinstance(c, dict):
                 raise ScenarioError(f"{cw}: expected a mapping with 'name' and 'arguments'")
             tool = _need(c, "name", str, cw)
-            if tool not in TOOL_NAMES and tool not in declared:
-                raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {', '.join((*TOOL_NAMES, *declared))}; "
-                                    "declare your agent's own tools under `tools`)")
+            if tool not in TOOL_NAMES and tool not in declared and tool not in agent_tools:
+                known = ", ".join((*TOOL_NAMES, *declared, *agent_tools))
+                raise ScenarioError(f"{cw}.name: unknown tool {tool!r} (known: {known}; declare your agent's own "
+                                    "tools under `tools`, an agent's built-in tools under `agent_tools`)")
             args = _need(c, "arguments", dict, cw)
-            expected = set(declared[tool].parameters if tool in declared else TOOL_PARAMETERS[tool])
+            expected = set(declared[tool].parameters if tool in declared else agent_tools[tool]
+                           if tool in agent_tools else TOOL_PARAMETERS[tool])
             if set(args) != expected:
                 raise ScenarioError(f"{cw}.arguments: {tool} takes {sorted(expected)}, got {sorted(args)}")
-            calls.append(ToolCall(tool, {k: str(v) for k, v in args.items()}))
+            # the harness's tools take strings; an agent's built-in tool takes what its own schema says
+            calls.append(ToolCall(tool, dict(args) if tool in agent_tools else {k: str(v) for k, v in args.items()}))
         if text_tokens == 0 and not calls:
             raise ScenarioError(f"{where}: a turn needs text_tokens > 0 or at least one tool call")
         faults = _faults(t.get("fault", []), f"{where}.fault")
@@ -325,6 +336,10 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         billing = parse_billing(data.get("billing", DEFAULT_PROFILE.name), f"{source}.billing")
     except BillingError as e:
         raise ScenarioError(str(e)) from e
+    try:
+        model_rule = parse_model_rule(data.get("model_rule", DEFAULT_RULE.name), f"{source}.model_rule")
+    except ModelRuleError as e:
+        raise ScenarioError(str(e)) from e
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
@@ -338,7 +353,9 @@ def scenario_from_dict(data: Any, source: str = "<inline>") -> Scenario:
         variant_of=variant_of,
         observe_ms=float(observe),
         billing=billing,
+        model_rule=model_rule,
         tools=declared,
+        agent_tools=agent_tools,
         source=source,
         raw=data,
     )
@@ -402,6 +419,21 @@ def _declared_tools(raw: Any, where: str) -> dict[str, DeclaredTool]:
         if not all(isinstance(p, str) and p.isidentifier() for p in params) or len(set(params)) != len(params):
             raise ScenarioError(f"{w}.parameters: expected a list of distinct parameter names, got {params!r}")
         out[name] = DeclaredTool(service, tuple(params))
+    return out
+
+
+def _agent_tools(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
+    """`agent_tools: {exec_command: [cmd, yield_time_ms]}`: built-in tools of the agent under test, by its names."""
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expected a mapping of tool name to its parameter names")
+    out = {}
+    for name, params in raw.items():
+        w = f"{where}.{name}"
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name) or name in TOOL_NAMES:
+            raise ScenarioError(f"{w}: expected a tool name that is not a built-in tool of the harness")
+        if not isinstance(params, list) or not all(isinstance(p, str) and p.isidentifier() for p in params):
+            raise ScenarioError(f"{w}: expected a list of parameter names, got {params!r}")
+        out[name] = tuple(params)
     return out
 
 

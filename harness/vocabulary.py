@@ -35,6 +35,9 @@ class Event(StrEnum):
     COMPENSATION = "compensation"
     READ = "read"
     PROCESS_REGISTERED = "process_registered"  # a process of an MCP launch said who it is (data.role)
+    #: the model asked for a call again because its result read as interrupted or as an error (the scenario's
+    #: model rule, harness/model_rule.py; data: req, call_id, retry_id, tool, result, rule)
+    TOOL_RETRY_ASKED = "tool_retry_asked"
     ANCHOR_FIRED = "anchor_fired"
     ANCHOR_RELEASED = "anchor_released"
 
@@ -45,6 +48,11 @@ ACTIVITY_EVENTS = frozenset({
     Event.EFFECT_COMMITTED, Event.EFFECT_ABORTED, Event.EFFECT_DUPLICATE, Event.COMPENSATION, Event.READ,
     Event.PROCESS_REGISTERED,
 })
+
+
+#: the serving path of a trial with no server: the harness presses the framework's button in its own process
+#: (harness/trial/serve/paths.py has the others; rows written without `serve_path` read as this)
+IN_PROCESS = "in-process"
 
 
 class Mark(StrEnum):
@@ -60,8 +68,12 @@ class Mark(StrEnum):
     #: stop_called is the stop's delivery
     STOP_HANDLED = "stop_handled"
     JOB_ENDED = "job_ended"
+    #: what the framework's own usage accounting says the stopped run used (data.output_tokens; None: it reports
+    #: none), read once the stop phase settled: a number the framework says about itself, set beside the world's
+    USAGE_REPORTED = "usage_reported"
     SAGA = "saga"  # the saga mitigation compensated (data.compensated)
     SAGA_LATE = "saga_late"
+    CENSUS = "census"  # processes of the run alive a fixed time after the stop (data.after_s, data.processes)
     SETTLE = "settle"  # the run went quiet (data: the world's quiet answer)
     SETTLE_SAGA = "settle_saga"
     RESUME_STARTED = "resume_started"  # the resume phase begins
@@ -75,6 +87,11 @@ class Mark(StrEnum):
     ERROR = "error"  # the adapter or framework raised (data.step, data.error)
     WATCHDOG_KILLED = "watchdog_killed"
     REAPED = "reaped"  # what the harness had to kill (data.processes)
+    #: a served trial (harness/trial/serve/): the server saw the client's stop (data.how: disconnect or cancel) and
+    #: pressed the framework's button; a server that never reacts never posts it
+    SERVED_STOP_SEEN = "served_stop_seen"
+    SERVED_STOP_RETURNED = "served_stop_returned"  # the framework's button returned, in the server
+    SERVED_RUN_ENDED = "served_run_ended"  # the hosted run's job ended, in the server (data.ended, data.error)
 
 
 class AuditPhase(StrEnum):

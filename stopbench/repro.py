@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import ADAPTERS
-from harness.frameworks import MANIFEST, load
+from harness.frameworks import MANIFEST, folder_name, load
 from harness.results.evidence import adapter_evidence, find_trial, read_runs
 from harness.results.findings import Finding
 from harness.results.metrics import TrialView
@@ -168,7 +168,7 @@ def locate(row: dict[str, Any]) -> tuple[str, str]:
     if ":" in ref:
         module, _, cls = ref.partition(":")
         return module, cls
-    module = f"{ADAPTERS}.{ref.replace('-', '_')}.adapter"
+    module = f"{ADAPTERS}.{folder_name(ref)}.adapter"
     tree = ast.parse(_source_path(module).read_text())
     for node in tree.body:
         if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ADAPTER" for t in node.targets)

@@ -7,14 +7,12 @@ its class made from the folder as the harness makes it (`protocol_adapter(load(f
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness import PACKAGE
 from harness.contract import registry
-from harness.frameworks import MANIFEST
 
 #: the files of a folder that a process adapter runs from (its sources, its manifest, its packages' pins)
 SOURCE_SUFFIXES = (".mjs", ".cjs", ".js", ".mts", ".cts", ".ts", ".json", ".toml")
@@ -40,12 +38,8 @@ def protocol_folder(row: dict[str, Any]) -> Path | None:
     ref = str(row.get("adapter_ref") or row["adapter"])
     if ":" in ref:
         return None
-    folder = registry.ADAPTERS_DIR / ref.replace("-", "_")
-    try:
-        declared = tomllib.loads((folder / MANIFEST).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return folder if "protocol" in declared else None
+    framework = registry.builtin_frameworks().get(ref)
+    return framework.folder if framework is not None and framework.protocol is not None else None
 
 
 def _sources(folder: Path) -> list[Path]:

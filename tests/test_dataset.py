@@ -14,7 +14,7 @@ import pytest
 from harness.cli import main as cli
 from harness.results import dataset
 from harness.results.evidence import append_evidence, evidence_files, find_trial, read_evidence, read_runs
-from harness.results.migrations import MIGRATIONS, OLDEST, migrate
+from harness.results.migrations import ADDED_IN_3, MIGRATIONS, OLDEST, migrate
 from harness.results.publish import MANIFEST, PublishError, check, publish
 from harness.results.rows import append_row, raw_files, read_rows
 from harness.results.schema import SCHEMA_VERSION
@@ -34,10 +34,6 @@ def _oldest() -> list[dict]:
     return [json.loads(line) for line in OLDEST_ROWS.read_text().splitlines()]
 
 
-ADDED_IN_3 = ("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
-              "effects_in_flight_client_gone", "provider")
-
-
 def _facts(rows: list[dict]) -> dict[str, tuple]:
     return {r["mode"]: (r["schema_version"], r["tool_style"], r["mcp_launch"], r["failed_step"],
                         *(r[name] for name in ADDED_IN_3)) for r in rows}
@@ -45,14 +41,17 @@ def _facts(rows: list[dict]) -> dict[str, tuple]:
 
 #: what the oldest rows say once migrated (by mode): 1 -> 2 the launch out of `mcp+<launch>`, the step out of the
 #: reason; 2 -> 3 the fields added since, as rows written before them read (no tokens unread where tokens were
-#: counted, the provider's bill stopped at the disconnect, nothing else known)
+#: counted, the provider's bill stopped at the disconnect, no server, no census, no usage of the framework's own,
+#: the model counting results and asking nothing again, nothing else known)
 BEFORE_3 = (None, None, "stops_at_disconnect")
-OLDEST_FACTS = {"break": (3, "sync", "direct", None, *BEFORE_3, 0, None, "openai"),
-                "abort_signal": (3, "sync", "direct", None, *BEFORE_3, None, None, "openai"),
-                "terminate": (3, "mcp", "direct", "stop", *BEFORE_3, 0, None, "openai"),
-                "task_cancel": (3, "mcp", "launcher", None, *BEFORE_3, 0, None, "openai"),
-                "break_sync": (3, "mcp", "launcher", None, *BEFORE_3, None, None, "openai"),
-                "token": (3, "mcp", "launcher", "stop", *BEFORE_3, 0, None, "openai")}
+NOT_SERVED = ("openai", "in-process", None, None, None, None, None, None, None, None, None, None, None,
+              "count_results", 0)
+OLDEST_FACTS = {"break": (3, "sync", "direct", None, *BEFORE_3, 0, None, *NOT_SERVED),
+                "abort_signal": (3, "sync", "direct", None, *BEFORE_3, None, None, *NOT_SERVED),
+                "terminate": (3, "mcp", "direct", "stop", *BEFORE_3, 0, None, *NOT_SERVED),
+                "task_cancel": (3, "mcp", "launcher", None, *BEFORE_3, 0, None, *NOT_SERVED),
+                "break_sync": (3, "mcp", "launcher", None, *BEFORE_3, None, None, *NOT_SERVED),
+                "token": (3, "mcp", "launcher", "stop", *BEFORE_3, 0, None, *NOT_SERVED)}
 
 
 def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(tmp_path):
@@ -71,10 +70,16 @@ def test_rows_of_the_oldest_published_kind_go_through_every_migration_and_read(t
 
 def test_a_version_1_row_written_with_the_fields_of_version_3_keeps_their_values():
     """Rows a stopbench wrote after those fields existed but before the version was bumped: measured, not guessed."""
-    row = {**_oldest()[0], "metrics_digest": "abc", "stop_delivery_ms": 4.5, "billing_profile": "runs_to_completion",
-           "tokens_unread_after_stop": 7, "effects_in_flight_client_gone": 1, "provider": "gemini"}
-    assert [migrate(row)[name] for name in ("schema_version", *ADDED_IN_3)] == [
-        3, "abc", 4.5, "runs_to_completion", 7, 1, "gemini"]
+    measured = {"metrics_digest": "abc", "stop_delivery_ms": 4.5, "billing_profile": "runs_to_completion",
+                "tokens_unread_after_stop": 7, "effects_in_flight_client_gone": 1, "provider": "gemini",
+                "serve_path": "starlette-sse", "client_stop": "disconnect", "served_stop_seen_ms": 12.5,
+                "served_run_ended": True, "served_run_ended_ms": 40.0, "exit_status": 130, "survivors_5s": 2,
+                "survivors_30s": 1, "survivors_30s_rss_bytes": 4096, "survivors_30s_cpu_s": 0.5,
+                "usage_reported_tokens": 30, "usage_unreported_tokens": 12, "model_rule": "retry_interrupted_tools",
+                "model_retries": 1}
+    assert sorted(measured) == sorted(ADDED_IN_3)
+    row = migrate({**_oldest()[0], **measured})
+    assert row["schema_version"] == 3 and {name: row[name] for name in ADDED_IN_3} == measured
 
 
 def _rows_of_every_kind() -> list[dict]:

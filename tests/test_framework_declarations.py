@@ -54,7 +54,7 @@ ADAPTER = TwoStopsAdapter
 def checkout(tmp_path: Path) -> Path:
     """A copy of the checkout with one new framework folder, its only difference."""
     tree = tmp_path / "checkout"
-    skip = shutil.ignore_patterns("__pycache__")
+    skip = shutil.ignore_patterns("__pycache__", "node_modules")  # its JS adapters are then not installed there
     for rel in ("harness", "adapters", "scenarios", "data"):
         shutil.copytree(ROOT / rel, tree / rel, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
@@ -133,6 +133,12 @@ def test_variants_declare_their_name_and_what_differs():
     ('[stop_modes]\ncancel = "c"\n[unsupported.cancel]\nthreads = "no"\n', r"unsupported.cancel.threads: not a"),
     ('[stop_modes]\ncancel = "c"\n[modes_since]\ncancel = "1.2"\n', r"modes_since.cancel: expected \{ package"),
     ('[environment]\nX = 1\n', r"environment: expected NAME"),
+    ('[stop_modes]\ncancel = "c"\n[stop_signals]\ncancel = "SIGKILL"\n[protocol]\ncommand = ["node", "a.mjs"]\n',
+     r"stop_signals.cancel: expected one of SIGTERM, SIGINT, got 'SIGKILL'"),
+    ('[stop_modes]\ncancel = "c"\n[stop_signals]\nsigterm = "SIGTERM"\n[protocol]\ncommand = ["node", "a.mjs"]\n',
+     r"stop_signals.sigterm: not a declared stop mode \(cancel\)"),
+    ('[stop_modes]\nsigterm = "s"\n[stop_signals]\nsigterm = "SIGTERM"\n',
+     r"stop_signals: only an adapter process \(\[protocol\]\) is stopped by a signal"),
     ('[[variants]]\nadapter = "a.b:C"\n', r"variants\[0\].name: expected the variant's adapter name"),
     ('[stop_modes]\ncancel = "c"\n[[variants]]\nadapter = "a.b:C"\nname = "v"\nmodes = ["nope"]\n',
      r"variants\[0\].modes: \['nope'\]"),

@@ -116,6 +116,19 @@ def test_a_protocol_folder_is_a_session_a_suite_and_a_job_with_its_command(tree:
     assert fw.install_args() == []
 
 
+def test_a_python_adapter_folder_with_a_lockfile_has_its_npm_packages_installed(tree: Path):
+    """An orchestrator CLI from npm (adapter.py drives it; its package and Node pinned by package-lock.json): its
+    sessions run `npm ci` in the folder as a protocol folder's do."""
+    folder = tree / "adapters" / "zz_cli"
+    folder.mkdir()
+    (folder / "adapter.py").write_text("")
+    (folder / "framework.toml").write_text('tool_styles = ["mcp"]\n[stop_modes]\nsigint = "SIGINT to the CLI"\n')
+    fw = {f.name: f for f in frameworks.discover(tree)}["zz-cli"]
+    assert fw.protocol is None and not fw.npm
+    (folder / "package-lock.json").write_text("{}")
+    assert fw.npm
+
+
 def test_a_malformed_protocol_names_file_and_field(tree: Path):
     folder = tree / "adapters" / "zz_js"
     folder.mkdir()

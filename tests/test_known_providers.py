@@ -14,10 +14,11 @@ from harness.providers import PROVIDERS
 from harness.results.selection import CELL
 from harness.scenario import load_scenarios
 from harness.trial.runner import RunOptions, plan
-from tests.known_answer.adapters import LeavesStreamAtStop
+from tests.known_answer.provider_adapters import LeavesStreamAtStop
 from tests.test_trials import FAST, KA, run
 
-ADAPTER = KA + "LeavesStreamAtStop"
+PA = "tests.known_answer.provider_adapters:"
+ADAPTER = PA + "LeavesStreamAtStop"
 TEXT_TOKENS, READ = 10, LeavesStreamAtStop.READ
 #: billing profile -> tokens billed after the stop (all unread): the client leaves after READ of TEXT_TOKENS
 BILLED_AFTER_STOP = {"stops_at_disconnect": 0, "runs_to_completion": TEXT_TOKENS - READ}
@@ -45,6 +46,21 @@ def test_tokens_billed_after_a_stop_on_each_provider(tmp_path, provider, billing
     assert row["tokens_total"] == READ + billed
     suffix = ("" if provider == "openai" else f"|provider:{provider}") + f"|billing:{billing}|0"
     assert row["trial_id"].endswith(suffix)
+
+
+@pytest.mark.parametrize("billing", list(BILLED_AFTER_STOP))
+def test_what_the_frameworks_usage_says_against_what_the_world_billed(tmp_path, billing):
+    """The client says it used the READ tokens it read; the world generated READ, then (runs_to_completion) the
+    rest of the answer after the client left: the usage leaves those off the bill. A client with no usage account
+    says nothing (null, not 0)."""
+    scenarios = one_answer(tmp_path)
+    (row,) = run(PA + "LeavesStreamReportsWhatItRead", tmp_path / "reads", scenarios=["one_answer"],
+                 scenarios_dir=scenarios, billing=billing, tool_styles=["async"], deadlines=FAST)
+    assert row["status"] == "ok", row["reason"]
+    assert (row["usage_reported_tokens"], row["usage_unreported_tokens"]) == (READ, BILLED_AFTER_STOP[billing])
+    (silent,) = run(ADAPTER, tmp_path / "silent", scenarios=["one_answer"], scenarios_dir=scenarios,
+                    billing=billing, tool_styles=["async"], deadlines=FAST)
+    assert (silent["usage_reported_tokens"], silent["usage_unreported_tokens"]) == (None, None)
 
 
 def test_a_provider_the_adapter_does_not_declare_is_refused():
@@ -90,15 +106,15 @@ def test_another_provider_at_event_anchors_only_is_one_more_matrix_of_the_run():
 
 
 def test_a_process_whose_providers_differ_from_its_declaration_is_refused():
-    from harness.contract.protocol import ProtocolError, check_declared, parse_capabilities
+    from harness.contract.protocol import ProtocolError, check_declared, handed_over, parse_capabilities
 
-    caps = {"protocol": 1, "name": "known-leaves-stream-at-stop", "tool_styles": ["async"],
-            "stop_modes": {"cancel": {"primitive": "cancel the job task"}}}
+    said = {"protocol": 1, **handed_over(LeavesStreamAtStop)}  # what the process is handed, said back whole
     where = "known-leaves-stream-at-stop: capabilities"
-    check_declared(LeavesStreamAtStop, parse_capabilities({**caps, "providers": list(PROVIDERS)}, where), where)
-    with pytest.raises(ProtocolError, match=r"field 'providers': the process says \['openai'\]; the adapter "
-                                            r"declares \['openai', 'anthropic', 'gemini'\]"):
-        check_declared(LeavesStreamAtStop, parse_capabilities(caps, where), where)  # absent: openai alone
+    assert said["providers"] == list(PROVIDERS)
+    check_declared(LeavesStreamAtStop, said, where)
+    with pytest.raises(ProtocolError, match=r'field \'providers\': the process says \["openai"\]; the adapter '
+                                            r'declares \["openai", "anthropic", "gemini"\]'):
+        check_declared(LeavesStreamAtStop, {**said, "providers": ["openai"]}, where)
     with pytest.raises(ProtocolError, match=r"field 'providers': expected a list of some of openai, anthropic, "
                                             r"gemini, each once"):
-        parse_capabilities({**caps, "providers": ["bedrock"]}, where)
+        parse_capabilities({**said, "providers": ["bedrock"]}, where)

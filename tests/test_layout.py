@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from harness.frameworks import discover
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # part -> the parts it may import (besides itself)
@@ -29,11 +31,13 @@ ALLOWED = {
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
     "npm_install": {"frameworks"},  # standard library only: noxfile.py installs JS adapters with it
     "billing": set(),  # standard library only: the providers' billing profiles, data with their sources
+    "model_rule": set(),  # standard library only: how the world's model reads tool results, data with its source
     "tools": {"vocabulary", "clock", "stop_button"},
-    "scenario": {"tools", "billing"},
-    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing"},
+    "scenario": {"tools", "billing", "model_rule"},
+    "world": {"scenario", "tools", "vocabulary", "clock", "owner", "billing", "model_rule"},
     "contract": {"scenario", "tools", "vocabulary", "owner", "stop_button", "frameworks", "providers"},
-    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing", "providers"},
+    "results": {"scenario", "tools", "vocabulary", "clock", "frameworks", "billing", "providers",
+                "model_rule"},
     "trial": {"contract", "results", "scenario", "tools", "vocabulary", "clock", "owner", "stop_button", "billing",
               "providers"},
     "testing": {"contract", "trial", "results", "scenario", "tools", "vocabulary", "owner", "stop_button"},
@@ -73,11 +77,11 @@ def framework_imports(root: Path = ROOT) -> set[str]:
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     harness_needs = {name for dep in project["dependencies"] for name in _import_names(_bare(dep))}
     names: set[str] = {"adapters"}
-    for folder in sorted(p for p in (root / "adapters").iterdir() if (p / "framework.toml").exists()):
-        for source in folder.rglob("*.py"):
-            names |= _top_names(source)
-        deps = tomllib.loads((folder / "framework.toml").read_text()).get("dependencies", [])
-        names |= {_bare(d) for d in deps}
+    for framework in discover(root):
+        for source in framework.folder.rglob("*.py"):
+            if "node_modules" not in source.relative_to(framework.folder).parts:  # a JS adapter's packages
+                names |= _top_names(source)
+        names |= {_bare(d) for d in framework.dependencies}
     return names - set(sys.stdlib_module_names) - {"harness", "__future__"} - harness_needs
 
 

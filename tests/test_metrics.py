@@ -126,6 +126,40 @@ def test_tokens_billed_after_the_client_left_count_as_billed_not_as_the_run_goin
     assert Ledger().row()["tokens_unread_after_stop"] is None
 
 
+def test_the_row_says_the_model_rule_and_each_call_the_model_asked_for_again():
+    """`model_rule` from run_created (a ledger of a world before rules: `count_results`); `model_retries` counts the
+    ledger's tool_retry_asked, resume included."""
+    led = stopped(100, 110).at(0, Event.RUN_CREATED, model_rule="retry_interrupted_tools")
+    led.mark(200, Mark.RESUME_STARTED)
+    led.at(210, Event.LLM_REQUEST, req=3, turn=2, asked_again=["call_r_1_0_again"])
+    led.at(210, Event.TOOL_RETRY_ASKED, req=3, call_id="call_r_1_0", retry_id="call_r_1_0_again", tool="send_email",
+           result="Tool was interrupted.", rule="retry_interrupted_tools")
+    row = led.row()
+    assert (row["model_rule"], row["model_retries"]) == ("retry_interrupted_tools", 1)
+    old = stopped().at(0, Event.RUN_CREATED, billing="stops_at_disconnect").row()
+    assert (old["model_rule"], old["model_retries"]) == ("count_results", 0)
+
+
+def test_an_answer_of_calls_asked_again_is_no_scripted_turn():
+    """A request answered with a call the model asked again (the world records the script's turn and
+    `asked_again`) is not the final answer, nor a completed turn that resume could replay."""
+    led = stopped(100, 110)
+    led.at(10, Event.LLM_REQUEST, req=1, turn=0).at(20, Event.RESPONSE_DONE, req=1, tokens=5, complete=True)
+    led.at(30, Event.LLM_REQUEST, req=2, turn=2, asked_again=["call_r_1_0_again"])
+    led.at(40, Event.RESPONSE_DONE, req=2, tokens=5, complete=True)
+    led.mark(200, Mark.RESUME_STARTED)
+    led.at(210, Event.LLM_REQUEST, req=3, turn=2, asked_again=["call_r_1_0_again"])
+    led.at(220, Event.RESPONSE_DONE, req=3, tokens=5, complete=True)
+    led.mark(300, Mark.RESUME_RETURNED, {})
+    row = led.row()
+    assert (row["resume_ok"], row["resume_llm_replays"]) == (False, 0)
+    led.at(310, Event.LLM_REQUEST, req=4, turn=2).at(320, Event.RESPONSE_DONE, req=4, tokens=9, complete=True)
+    led.events = [e for e in led.events if e.get("name") != Mark.RESUME_RETURNED.value]
+    led.mark(330, Mark.RESUME_RETURNED, {})
+    row = led.row()
+    assert (row["resume_ok"], row["resume_llm_replays"]) == (True, 0)
+
+
 def test_nothing_after_stop_is_measured_without_a_stop():
     row = Ledger().at(10, Event.TOKEN, req=1, i=0).effect(20, 30, "e1").row()
     assert row["tokens_total"] == 1 and row["effects_committed_total"] == 1

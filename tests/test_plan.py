@@ -169,3 +169,18 @@ def test_a_trial_two_matrices_share_is_in_one_shard_only():
     merged = [i for s in shards for i in s]
     assert len(whole) == len(set(whole)) == 3 * 4 * 2 + 3 * 2  # styles x offsets x reps; + launcher/crash cells
     assert sorted(merged) == sorted(whole)  # each trial in exactly one shard
+
+
+def test_a_scenario_of_an_agents_built_in_tools_is_planned_only_for_an_adapter_that_has_them():
+    """coding_session scripts calls to a coding CLI's shell (`exec_command`): not in the reference's matrix, refused
+    when asked for by name; in the matrix of an adapter that declares that tool."""
+    from harness.contract.registry import AdapterError
+
+    scenarios = load_scenarios()
+    reference = load_adapter("reference")
+    assert "coding_session" not in {s.scenario for s in plan(reference, RunOptions(adapter="reference"), scenarios)}
+    with pytest.raises(AdapterError, match=r"scenario 'coding_session' scripts calls to an agent's built-in tools "
+                                           r"\(exec_command\); adapter 'reference' has none of those"):
+        plan(reference, RunOptions(adapter="reference", scenarios=["coding_session"]), scenarios)
+    shell = type("WithShell", (reference,), {"agent_tools": ("exec_command",)})
+    assert "coding_session" in {s.scenario for s in plan(shell, RunOptions(adapter="reference"), scenarios)}

@@ -144,6 +144,14 @@ def test_capabilities_that_disagree_with_the_declaration_are_refused_before_any_
     assert not (tmp_path / "raw").exists()
 
 
+def test_capabilities_that_reword_a_declared_mode_are_refused_naming_the_mode(tmp_path, capsys):
+    code = main(["run", "--adapter", KA + "OwnText", "--scenario", "q3_report", "--out", str(tmp_path)])
+    assert code == 2
+    assert ("stopbench run: error: known-protocol-own-text: capabilities: field 'stop_modes.cancel.primitive': the "
+            'process says "its own words for the mode"; the adapter declares "end the job"') in capsys.readouterr().err
+    assert not (tmp_path / "raw").exists()
+
+
 def test_a_stop_delivered_late_but_handled_at_once_lets_nothing_through(tmp_path):
     """The world holds the model request at the anchor until the process says it handled the stop, not until the
     harness pressed it: the busy loop's delay is the delivery (a field of its own), not tokens after the stop."""
@@ -152,6 +160,7 @@ def test_a_stop_delivered_late_but_handled_at_once_lets_nothing_through(tmp_path
     assert row["status"] == "ok", row["reason"]
     assert (row["tokens_after_stop"], row["llm_requests_after_stop"]) == (0, 0)
     assert row["stop_delivery_ms"] > 0
+    assert (row["usage_reported_tokens"], row["usage_unreported_tokens"]) == (0, 0)  # its usage, told over the wire
     record = find_trial(tmp_path, row["trial_id"])
     handled = [e for e in record["events"] if e.get("name") == Mark.STOP_HANDLED]
     called = [e for e in record["events"] if e.get("name") == Mark.STOP_CALLED]

@@ -18,7 +18,7 @@ import pytest
 from harness.results.findings import NO_ISSUE
 from harness.results.report import write_report
 from harness.results.scorecard import SHARES
-from harness.results.site import mode_texts
+from harness.results.site import ROOT, mode_texts
 from stopbench.repro import write_reproducers
 from tests.test_trials import KA, run
 
@@ -133,6 +133,22 @@ def test_two_renders_in_two_folders_are_byte_identical(results, tmp_path, monkey
     assert any(name.startswith("site/repro/") for name in one) and "README.md" in one
     assert sorted(one) == sorted(two)
     assert [name for name in one if one[name] != two[name]] == []
+
+
+def test_a_frameworks_page_names_no_path_to_the_checkout_from_a_folder_outside_it(tmp_path, monkeypatch):
+    """A framework with a folder links its adapter's README: from a site outside the checkout by no path at all
+    (the page names the file), so two folders at different depths render the same bytes."""
+    monkeypatch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
+    monkeypatch.delenv("STOPBENCH_SOURCE_URL", raising=False)
+    published = (ROOT / "results" / "raw" / "reference.jsonl").read_text().splitlines(keepends=True)[:40]
+    pages = []
+    for folder in (tmp_path / "one" / "results", tmp_path / "two" / "deeper" / "results"):
+        (folder / "raw").mkdir(parents=True)
+        (folder / "raw" / "reference.jsonl").write_text("".join(published))
+        write_report(folder, folder)
+        pages.append((folder / "site" / "frameworks" / "reference.html").read_bytes())
+    assert pages[0] == pages[1]
+    assert b"<code>adapters/reference/README.md</code> in stopbench's repository" in pages[0]
 
 
 def test_the_site_is_light(site):

@@ -98,3 +98,23 @@ def test_a_leaked_effect_is_priced_by_its_kind_when_the_row_tells_it():
     assert tax == [round(leaked["email"] + leaked["pr"], 6), round(leaked["default"] + table["compensation"], 6),
                    table["output_tokens_per_1k"], 0.0]
     assert all(isinstance(v, (int, float)) and v > 0 for v in leaked.values())
+
+
+def test_a_report_reads_a_framework_at_home_and_other_providers_apart(tmp_path):
+    """Six trials at home (openai: no folder declares `fw`) billed 1 token each after the stop, and six on anthropic
+    billed 50: the headline's scorecard and tables read the six at home; the per-provider table both."""
+    raw = tmp_path / "results" / "raw"
+    raw.mkdir(parents=True)
+    rows = [{**row(i, 0, offset=f"on:effect_received:email:{i % 3 + 1}"), **PROVENANCE, "provider": p,
+             "tokens_after_stop": t, "trial_id": f"{p}-{i}"}
+            for p, t in (("openai", 1), ("anthropic", 50)) for i in range(6)]
+    (raw / "fw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_report(tmp_path / "results", tmp_path / "results")
+    card = json.loads((tmp_path / "results" / "summary.json").read_text())["scorecard"][0]["best"]
+    assert (card["shares"]["tokens"]["k"], card["shares"]["tokens"]["n"], card["tokens_p90"]) == (0, 6, 1.0)
+    readme = (tmp_path / "results" / "README.md").read_text()
+    providers = readme.split("## Each button on each provider")[1].split("\n## ")[0]
+    lines = [ln for ln in providers.splitlines() if ln.startswith("| anthropic") or ln.startswith("| openai")]
+    assert [ln.split("|")[1].strip() for ln in lines] == ["anthropic", "openai"]
+    assert [ln.split("|")[4].strip() for ln in lines] == ["6", "6"]
+    assert [ln.split("|")[-4].strip() for ln in lines] == ["50", "1"]  # tokens+

@@ -45,8 +45,28 @@ def test_shipped_scenarios_load():
         assert sc.turns[-1].tool_calls == () and sc.offsets
         assert all(n > 0 for n in tokens_per_turn(sc))
         for call in (c for t in sc.turns for c in t.tool_calls):
-            assert set(call.arguments) == set(TOOL_PARAMETERS[call.name])
+            assert set(call.arguments) == set(sc.agent_tools.get(call.name) or TOOL_PARAMETERS[call.name])
         assert resolve_scenario(name).digest == sc.digest
+
+
+def test_an_agent_tool_call_keeps_its_arguments_as_written_and_only_declared_agent_tools_are_called(tmp_path):
+    """A coding CLI's own shell tool takes what its schema says (`yield_time_ms` a number); the harness's tools take
+    strings. A call of a built-in tool the scenario does not declare is refused, naming where to declare it."""
+    shell = GOOD.format(name="shell").replace(
+        "latency_ms:", "agent_tools: {exec_command: [cmd, yield_time_ms]}\nlatency_ms:").replace(
+        "  - text_tokens: 5", "  - tool_calls:\n      - name: exec_command\n"
+        "        arguments: {cmd: python3 -m http.server, yield_time_ms: 1000}\n  - text_tokens: 5")
+    path = tmp_path / "shell.yaml"
+    path.write_text(shell)
+    sc = load_scenario_file(path)
+    assert sc.agent_tools == {"exec_command": ("cmd", "yield_time_ms")}
+    assert [c.arguments for t in sc.turns for c in t.tool_calls] == [
+        {"to": "a@example.com", "subject": "S", "body": "B"}, {"cmd": "python3 -m http.server", "yield_time_ms": 1000}]
+    assert [c.name for c in sc.effect_calls] == ["send_email"]  # the shell is no side effect of the world's
+    path.write_text(shell.replace("agent_tools: {exec_command: [cmd, yield_time_ms]}\n", ""))
+    with pytest.raises(ScenarioError, match=r"turns\[1\].tool_calls\[0\].name: unknown tool 'exec_command'.*"
+                                            "`agent_tools`"):
+        load_scenario_file(path)
 
 
 def test_good_file_loads(tmp_path):

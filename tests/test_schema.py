@@ -146,7 +146,7 @@ def test_claims_are_keyed_by_framework_and_come_in_the_article_order():
         "strands_cancel_stops", "strands_interrupt_resumes", "strands_mcp_client_left_on_exit",
         "vercel_ai_abort_signal_stops_tool_effects", "vercel_ai_generate_abort_signal_stops_tool_effects",
         "vercel_ai_abort_ends_the_run",
-        "saga_closes_the_leak", "orphans_need_a_reaper"]
+        "saga_closes_the_leak", "orphans_need_a_reaper", "orchestrators_need_a_reaper"]
     for path in sorted((REPO / "adapters").glob("*/claims.yaml")):  # a folder's claims are about its framework
         assert {c["framework"] for c in yaml.safe_load(path.read_text())} == {path.parent.name.replace("_", "-")}
     rows = [{"adapter": "whatever-name", "framework": "crewai", "mode": "abandon", "mitigation": "none",

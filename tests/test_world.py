@@ -179,6 +179,27 @@ def test_responses_previous_response_id_counts_earlier_results(world_client):
     assert second.usage.output_tokens == tokens_per_turn(sc)[2]
 
 
+def test_a_responses_call_of_a_tool_offered_in_a_namespace_names_its_namespace(world_client):
+    """Codex CLI offers MCP tools inside a `namespace` tool and routes a call by the namespace it names: the call of
+    such a tool carries it, streamed or not; a tool offered plainly carries none."""
+    run = world_client.create_run("q3_report")
+    email = {"type": "function", "name": "send_email", "parameters": {"type": "object", "properties": {}}}
+    offered = {"namespaced": [{"type": "namespace", "name": "mcp__world", "description": "the world's MCP tools",
+                               "tools": [email]}], "plain": [email]}
+    for how, tools in offered.items():
+        for stream in (False, True):
+            body = {"model": "scripted", "stream": stream, "tools": tools, "input": responses_input(1)}
+            r = httpx.post(f"{run['model_base_url']}/responses", json=body, timeout=30)
+            if stream:
+                done = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+                items = [d["item"] for d in done if d["type"] == "response.output_item.done"]
+            else:
+                items = r.json()["output"]
+            (call,) = [i for i in items if i["type"] == "function_call"]
+            assert (call["name"], call.get("namespace")) == \
+                ("send_email", "mcp__world" if how == "namespaced" else None), (how, stream)
+
+
 def test_responses_refuses_what_the_real_api_refuses_after_a_previous_response(world_client):
     """As the Responses API: continuing from a response that asked for a function call needs that call's
     output (400 "No tool output found for function call ..."), and an unknown previous_response_id is a 400."""

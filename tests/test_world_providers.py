@@ -102,6 +102,36 @@ def test_anthropic_stream_is_its_event_sequence(world_client):
     assert len(ledger(world_client, run, "token")) == TOKENS[0]
 
 
+def _tool(name: str) -> dict[str, Any]:
+    return {"name": name, "description": name, "input_schema": {"type": "object", "properties": {}}}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_anthropic_calls_an_mcp_tool_by_the_name_it_was_offered(world_client, stream):
+    """A client that offers an MCP server's tools as `mcp__<server>__<tool>` (Claude Code) gets its calls under
+    those names; a tool offered under its bare name as well keeps that name."""
+    run = world_client.create_run(SCENARIO)
+    tools = [_tool("mcp__world__draft_document"), _tool("mcp__world__send_email"), _tool("post_chat"),
+             _tool("mcp__world__post_chat")]
+    client = anthropic_client(run)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Do the Q3 job."}]
+    names = []
+    for _ in range(2):
+        kw = {"model": "claude-scripted", "max_tokens": 1024, "messages": messages, "tools": tools}
+        if stream:
+            with client.messages.stream(**kw) as s:
+                answer = s.get_final_message()
+        else:
+            answer = client.messages.create(**kw)
+        uses = [b for b in answer.content if b.type == "tool_use"]
+        names.append([b.name for b in uses])
+        messages = [*messages, {"role": "assistant", "content": [b.model_dump(exclude_none=True)
+                                                                 for b in answer.content]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": b.id, "content": "ok"}
+                                                 for b in uses]}]
+    assert names == [["mcp__world__draft_document"], ["mcp__world__send_email", "post_chat"]]
+
+
 @pytest.mark.parametrize("messages,message", [
     ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}],
      "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1. Each `tool_result` "

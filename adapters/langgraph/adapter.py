@@ -1,5 +1,6 @@
 """LangGraph: the documented tool-calling graph (model node + ToolNode, tools_condition) with a SQLite
-checkpointer and a thread id, streamed the way a chat UI streams it, and four stop buttons.
+checkpointer and a thread id, streamed the way a chat UI streams it, and four stop buttons. The model node is
+LangChain's chat model for the trial's provider (ChatOpenAI, ChatAnthropic, ChatGoogleGenerativeAI).
 
 - cancel:     cancel the asyncio task that runs `graph.astream(...)`.
 - drain:      `RunControl.request_drain()` (langgraph.runtime), passed as `astream(..., control=...)`;
@@ -29,12 +30,15 @@ class LangGraphAdapter(KitAdapter):
 
     @classmethod
     def prepare(cls) -> None:
+        import langchain_anthropic  # noqa: F401
+        import langchain_google_genai  # noqa: F401
         import langchain_mcp_adapters.client  # noqa: F401
         import langchain_openai  # noqa: F401
         import langgraph.checkpoint.sqlite.aio  # noqa: F401
         import langgraph.graph  # noqa: F401
         import langgraph.prebuilt  # noqa: F401
-        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
+        warm("openai.resources.chat.chat", "anthropic.resources.messages", "google.genai.models", "httpcore2",
+             "jsonschema")
 
     # --- the graph, built the documented way ----------------------------------------------------------
 
@@ -51,12 +55,22 @@ class LangGraphAdapter(KitAdapter):
             return [StructuredTool.from_function(func=fn) for fn in ctx.tools.values()]
         return [StructuredTool.from_function(coroutine=fn) for fn in ctx.tools.values()]
 
+    def _chat_model(self) -> Any:
+        """The trial's provider through LangChain's own chat model for it (langchain-openai, langchain-anthropic,
+        langchain-google-genai), given the world's base URL and the key, streamed, each at its defaults."""
+        if self.ctx.provider == "anthropic":
+            from langchain_anthropic import ChatAnthropic as chat_model
+        elif self.ctx.provider == "gemini":
+            from langchain_google_genai import ChatGoogleGenerativeAI as chat_model
+        else:
+            from langchain_openai import ChatOpenAI as chat_model
+        return self.model_client(chat_model, model=self.ctx.model_name, streaming=True)
+
     def _graph(self, checkpointer: Any, sync: bool):
-        from langchain_openai import ChatOpenAI
         from langgraph.graph import START, MessagesState, StateGraph
         from langgraph.prebuilt import ToolNode, tools_condition
 
-        llm = self.model_client(ChatOpenAI, model=self.ctx.model_name, streaming=True).bind_tools(self.tools)
+        llm = self._chat_model().bind_tools(self.tools)
 
         if sync:
             def agent(state: MessagesState) -> dict:

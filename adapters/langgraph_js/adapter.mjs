@@ -32,23 +32,17 @@ const API_KEY = "x";
 const PACKAGES = ["@langchain/langgraph", "@langchain/langgraph-checkpoint", "@langchain/core", "@langchain/openai",
   "openai", "@langchain/mcp-adapters", "@modelcontextprotocol/sdk"];
 
-const MODES = {
-  abort_signal: { primitive: "AbortController.abort() on the controller whose signal the run got as config.signal" },
-  stream_cancel: { primitive: "stream.cancel() on the IterableReadableStreamWithAbortSignal that graph.stream() returned" },
-  drain: { primitive: "RunControl.requestDrain() on the control passed as stream(..., {control}); ends with GraphDrained between steps" },
-  breakpoint: { primitive: "compile({interruptBefore: ['tools']}); resume with stream(null, config) at each breakpoint until stop, then do not resume" },
-  sigterm: { primitive: "SIGTERM to the app: its handler calls RunControl.requestDrain('sigterm') on the run's control; the app lives on", signal: "SIGTERM" },
-};
 const DRAINED_BY = new Set(["drain", "sigterm"]);
 
 class LangGraphJs {
-  capabilities = {
-    name: "langgraph-js",
-    stop_modes: MODES,
-    resume_primitive: "stream(null, config) from the MemorySaver (thread_id = run id), resumed at each breakpoint until the graph ends",
-    tool_styles: ["async", "mcp"],
-    unsupported: {},
-    asks_stop_button: false,
+  /** The stop buttons of framework.toml's [stop_modes] (sigterm: its [stop_signals] entry; the kit installs the
+   * handler): each returns when the run's stream loop has ended. */
+  stops = {
+    abort_signal: () => this.press(() => this.controller.abort()),
+    stream_cancel: () => this.press(async () => (await this.streamOpened)?.cancel()),
+    drain: () => this.press(() => this.control.requestDrain("user pressed stop")),
+    breakpoint: () => this.press(), // the flag: the next breakpoint is not resumed
+    sigterm: () => this.press(() => this.control.requestDrain("sigterm")),
   };
 
   // the run ended by the stop: an AbortError (abort_signal, stream_cancel) or LangGraph's GraphDrained
@@ -146,16 +140,9 @@ class LangGraphJs {
 
   // --- the stop buttons: each returns when the run's stream loop has ended -------------------------------
 
-  async stop(mode) {
+  async press(button = () => {}) {
     this.stopPressed = true;
-    if (mode === "abort_signal") {
-      this.controller.abort();
-    } else if (mode === "stream_cancel") {
-      const stream = await this.streamOpened;
-      await stream?.cancel();
-    } else if (DRAINED_BY.has(mode)) {
-      this.control.requestDrain(mode === "sigterm" ? "sigterm" : "user pressed stop");
-    } // breakpoint: the flag; the next breakpoint is not resumed
+    await button();
     await this.job.catch(() => {});
   }
 

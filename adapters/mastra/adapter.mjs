@@ -34,33 +34,24 @@ const MAX_STEPS = 20;
 const AGENT_ID = "stopbench-agent";
 const STEP_ID = "agent-turns";
 
-const MODES = {
-  stream_abort: "AbortController.abort() on the signal given to agent.stream(prompt, { abortSignal }); " +
-    "returns when its fullStream has ended",
-  generate_abort: "AbortController.abort() on the signal given to agent.generate(prompt, { abortSignal }); " +
-    "returns when generate() has settled",
-  workflow_cancel: "run.cancel() on a workflow run whose step calls agent.stream with the step's abortSignal; " +
-    "returns when cancel() resolves",
-  approval: "agent.stream(prompt, { requireToolApproval: true }), each call approved (agent.approveToolCall) " +
-    "until stop, then the next call is left unapproved: the run stays suspended; returns once it is suspended",
-};
-
-const RESUME = "stream_abort, generate_abort: agent.stream(next input) on the same memory thread; " +
-  "workflow_cancel: run.timeTravel({ step }) from the workflow's snapshot; " +
-  "approval: agent.approveToolCall({ runId }) from the suspended run's snapshot, then every later call approved";
-
 class Stopped extends Error {
   name = "AbortError";
 }
 
 class MastraAdapter {
-  capabilities = {
-    name: "mastra",
-    stop_modes: Object.fromEntries(Object.entries(MODES).map(([mode, primitive]) => [mode, { primitive }])),
-    resume_primitive: RESUME,
-    tool_styles: ["async", "mcp"],
-    unsupported: {},
-    asks_stop_button: false,
+  /** The stop buttons of framework.toml's [stop_modes]: each returns when Mastra says the run has stopped (the
+   * stream has ended, generate() settled, cancel() resolved, the run is suspended). */
+  stops = {
+    stream_abort: () => this.abortAndWait(),
+    generate_abort: () => this.abortAndWait(),
+    workflow_cancel: async () => {
+      this.stopPressed = true;
+      await (await this.runReady())?.cancel();
+    },
+    approval: async () => {
+      this.stopPressed = true; // the next call waiting for approval is not approved
+      await this.job.catch(() => {});
+    },
   };
 
   async start(ctx) {
@@ -181,14 +172,10 @@ class MastraAdapter {
     return this.agent.approveToolCall({ runId, toolCallId });
   }
 
-  async stop(mode) {
+  async abortAndWait() {
     this.stopPressed = true;
-    if (mode === "workflow_cancel") {
-      await (await this.runReady())?.cancel();
-      return;
-    }
-    if (mode !== "approval") this.controller.abort();
-    await this.job.catch(() => {}); // the stream has ended / generate() settled / the run is suspended
+    this.controller.abort();
+    await this.job.catch(() => {});
   }
 
   async runReady() {

@@ -23,27 +23,8 @@ import {
 } from "@openai/agents";
 import OpenAI from "openai";
 
-const STOP_MODES = {
-  abort: "AbortController.abort() on the signal given to run(agent, input, { signal }) (not streamed); stop returns " +
-    "when run() has rejected",
-  abort_stream: "AbortController.abort() on the signal given to run(agent, input, { stream: true, signal }), then " +
-    "await stream.completed",
-  reader_cancel: "reader.cancel() on the reader of stream.toStream() (run(..., { stream: true })), then await " +
-    "stream.completed",
-  break: "break out of `for await (const event of stream)` (run(..., { stream: true })); stop returns when the loop " +
-    "has been left",
-  approval: "side-effect tools needsApproval: state.reject(pending interruption) + run(agent, state), no further " +
-    "approvals",
-  "abort_stream+state": "as abort_stream; resume from RunState.fromString(agent, stream.state.toString())",
-  "approval+state": "as approval; resume from the declined pause's RunState (toString / fromString), approved",
-};
 const STREAMED = new Set(["abort_stream", "reader_cancel", "break"]);
-const RESUME = "stream cancelled: run(agent, stream.state, { stream: true, session }) once stream.completed has " +
-  "settled (the unfinished turn again); abort / approval: run(agent, next input, { session }) with the same " +
-  "MemorySession; +state: run(agent, await RunState.fromString(agent, saved), { session })";
 const STATE_FILE = "openai-agents-js-state.json";
-const NO_MCP_APPROVAL = "MCPServerStdio has no approval policy in @openai/agents 0.20 (requireApproval is " +
-  "hostedMcpTool's only): its tools cannot pause for approval";
 
 setTracingDisabled(true);
 // Importing @openai/agents installs the OpenAI trace exporter's BatchTraceProcessor, whose export loop re-arms a
@@ -52,16 +33,16 @@ setTracingDisabled(true);
 await getGlobalTraceProvider().shutdown();
 
 class OpenAIAgentsJs {
-  capabilities = {
-    name: "openai-agents-js",
-    stop_modes: Object.fromEntries(Object.entries(STOP_MODES).map(([mode, primitive]) => [mode, { primitive }])),
-    resume_primitive: RESUME,
-    tool_styles: ["async", "mcp"],
-    unsupported: {
-      approval: { mcp: NO_MCP_APPROVAL },
-      "approval+state": { mcp: NO_MCP_APPROVAL },
-    },
-    asks_stop_button: false,
+  /** The stop buttons of framework.toml's [stop_modes] (a `+state` mode presses its button; only its resume
+   * differs): each returns when the SDK says the run has stopped. */
+  stops = {
+    abort: () => this.abort(),
+    abort_stream: () => this.abort(),
+    "abort_stream+state": () => this.abort(),
+    reader_cancel: () => this.cancelReader(),
+    break: () => this.leaveLoop(),
+    approval: () => this.decline(),
+    "approval+state": () => this.decline(),
   };
 
   /** How the job ended: an AbortError (the SDK's own, or fetch's) or the openai client's APIUserAbortError. */
@@ -144,24 +125,31 @@ class OpenAIAgentsJs {
     if (this.fromString && this.saved === null) this.saved = result.state.toString(); // no approval was declined
   }
 
-  async stop() {
-    const button = this.button;
-    if (button === "abort" || button === "abort_stream") this.controller.abort();
-    else if (button === "reader_cancel") await this.readerCancel();
-    else if (button === "break") this.pressed = true;
-    else if (button === "approval") {
-      const declined = new Promise((resolve) => { this.declined = resolve; });
-      this.pressed = true;
-      await Promise.race([declined, this.job.catch(() => {})]);
-      return;
-    }
+  /** abort, abort_stream: the signal given to run(); stopped when the run has settled. */
+  async abort() {
+    this.controller.abort();
     await this.job.catch(() => {});
   }
 
-  async readerCancel() {
-    // run(..., { stream: true }) may not have returned the stream yet: the reader is made as soon as it has
+  /** reader_cancel: run(..., { stream: true }) may not have returned the stream yet: the reader is cancelled as
+   * soon as it is made; stopped when the run has settled. */
+  async cancelReader() {
     await Promise.race([this.readerMade, this.job.catch(() => {})]);
     await this.reader?.cancel();
+    await this.job.catch(() => {});
+  }
+
+  /** break: the loop over the stream's events is left at the next event. */
+  async leaveLoop() {
+    this.pressed = true;
+    await this.job.catch(() => {});
+  }
+
+  /** approval: the pending approval is rejected, and no further one given; stopped once it was rejected. */
+  async decline() {
+    const declined = new Promise((resolve) => { this.declined = resolve; });
+    this.pressed = true;
+    await Promise.race([declined, this.job.catch(() => {})]);
   }
 
   async resume(nextInput) {

@@ -26,12 +26,17 @@ class PydanticAIAdapter(KitAdapter):
     def prepare(cls) -> None:
         import fastmcp.client.transports  # noqa: F401
         import pydantic_ai.mcp  # noqa: F401
+        import pydantic_ai.models.anthropic  # noqa: F401
+        import pydantic_ai.models.google  # noqa: F401
         import pydantic_ai.models.openai  # noqa: F401
+        import pydantic_ai.providers.anthropic  # noqa: F401
+        import pydantic_ai.providers.google  # noqa: F401
         import pydantic_ai.providers.openai  # noqa: F401
 
         with contextlib.suppress(Exception):  # only a warm-up: a changed internal must not stop a run
             _warm_up()
-        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
+        warm("openai.resources.chat.chat", "anthropic.resources.beta.messages", "google.genai.models", "httpcore2",
+             "jsonschema")
 
     async def start(self) -> None:
         self.response_cancelled = asyncio.Event()  # stream_cancel: the response streaming at the press was cancelled
@@ -50,14 +55,30 @@ class PydanticAIAdapter(KitAdapter):
         from fastmcp.client.transports import StdioTransport
         from pydantic_ai import Agent
         from pydantic_ai.mcp import MCPToolset
+
+        toolsets = [MCPToolset(StdioTransport(**self.ctx.mcp.params()))] if self.ctx.tool_style == "mcp" else []
+        # sync tools run on anyio worker threads (pydantic_ai/_utils.py run_in_executor)
+        return Agent(self._model(), instructions=self.ctx.system_prompt, tools=list(self.ctx.tools.values()),
+                     toolsets=toolsets)
+
+    def _model(self) -> Any:
+        """The trial's provider through Pydantic AI's own model class for it, its provider given the world's base
+        URL and the key (docs/models/openai.md, anthropic.md, google.md): each SDK client at its defaults."""
+        settings = self.client_settings()
+        if self.ctx.provider == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            return AnthropicModel(self.ctx.model_name, provider=AnthropicProvider(**settings))
+        if self.ctx.provider == "gemini":
+            from pydantic_ai.models.google import GoogleModel
+            from pydantic_ai.providers.google import GoogleProvider
+
+            return GoogleModel(self.ctx.model_name, provider=GoogleProvider(**settings))
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        model = OpenAIChatModel(self.ctx.model_name, provider=OpenAIProvider(**self.client_settings()))
-        toolsets = [MCPToolset(StdioTransport(**self.ctx.mcp.params()))] if self.ctx.tool_style == "mcp" else []
-        # sync tools run on anyio worker threads (pydantic_ai/_utils.py run_in_executor)
-        return Agent(model, instructions=self.ctx.system_prompt, tools=list(self.ctx.tools.values()),
-                     toolsets=toolsets)
+        return OpenAIChatModel(self.ctx.model_name, provider=OpenAIProvider(**settings))
 
     def _launch(self, prompt: str | None, history: list[Any] | None) -> asyncio.Future:
         from pydantic_ai import CancellationToken

@@ -7,7 +7,8 @@
 // - every effect that committed after the press is compensated (recall / close / cancel / delete);
 // - each step carries an idempotency key, and a checkpoint of completed steps lets resume continue without
 //   repeating a side effect or a model turn.
-// `sigterm` is the same stop pressed by a signal: the app's SIGTERM handler (serve() installs it).
+// `sigterm` is the same stop pressed by a signal: the app's SIGTERM handler (serve() installs it, as
+// framework.toml's [stop_signals] declares).
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -15,9 +16,6 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { monotonicNs, StopPressed, Toolbox } from "stopbench-tools";
 import { callTool, openMcp } from "stopbench-tools/mcp";
 import { installedVersion, serve } from "stopbench-tools/protocol";
-
-const STOP = "cancel the loop (AbortController.abort(): closes the model stream), await sent tool calls, " +
-  "compensate every effect that committed after the stop";
 
 class Checkpoint {
   constructor(file) {
@@ -143,14 +141,11 @@ function modelTurn(ctx, tools, messages, signal) {
 }
 
 class ReferenceJs {
-  capabilities = {
-    name: "reference-js",
-    stop_modes: { cancel: { primitive: STOP }, sigterm: { primitive: `SIGTERM to the app: its handler does as cancel`, signal: "SIGTERM" } },
-    resume_primitive: "run the loop again from its checkpoint of completed steps (idempotency key per step)",
-    tool_styles: ["async", "mcp"],
-    unsupported: {},
-    asks_stop_button: true,
-  };
+  /** framework.toml's [stop_modes]: the one stop, by a request (cancel) or by the app's SIGTERM handler. */
+  stops = { cancel: () => this.cancel(), sigterm: () => this.cancel() };
+
+  /** A model request or tool call not yet sent when stop is pressed is not sent: it asks the trial's stop button. */
+  asksStopButton = true;
 
   async start(ctx) {
     this.ctx = ctx;
@@ -170,7 +165,7 @@ class ReferenceJs {
     this.job.catch(() => {}); // `wait` reads how it ended
   }
 
-  async stop() {
+  async cancel() {
     this.stopNs = this.pressedNs() ?? monotonicNs();
     this.controller.abort();
     await this.job.catch(() => {}); // first the model stream: closed once the loop has unwound

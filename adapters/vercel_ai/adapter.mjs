@@ -20,18 +20,6 @@ import { installedVersion, serve } from "stopbench-tools/protocol";
 
 const MAX_STEPS = 20; // ToolLoopAgent's default step limit (docs: "Loop Control")
 
-const MODES = {
-  abort: "streamText({ abortSignal }) + controller.abort() (the signal also reaches each tool's execute as " +
-    "{ abortSignal }); stopped when the stream the consumer reads has ended",
-  generate_abort: "generateText({ abortSignal }) + controller.abort() (the signal also reaches each tool's " +
-    "execute); stopped when the generateText promise has settled",
-  break: "break out of `for await (const part of result.stream)` at its next part (streamText, no abortSignal)",
-  reader_cancel: "reader.cancel() on result.textStream.getReader() (streamText, no abortSignal); stopped when " +
-    "cancel() resolves",
-  stop_when: "a stopWhen condition that is true once stop is pressed (with isStepCount(20)): the loop ends " +
-    "after the step under way; stopped when the streamText run has ended",
-};
-
 const PACKAGES = ["ai", "@ai-sdk/openai-compatible", "@ai-sdk/mcp", "@ai-sdk/provider-utils", "@ai-sdk/provider"];
 
 /** The consumer left the stream or the loop stopped early because the user pressed stop. */
@@ -40,14 +28,16 @@ class StoppedByUser extends Error {
 }
 
 class VercelAi {
-  capabilities = {
-    name: "vercel-ai",
-    stop_modes: Object.fromEntries(Object.entries(MODES).map(([mode, primitive]) => [mode, { primitive }])),
-    resume_primitive: "streamText / generateText again with the messages so far (the prompt and response.messages " +
-      "of the steps that finished) and the next user message",
-    tool_styles: ["async", "mcp"],
-    unsupported: {},
-    asks_stop_button: false,
+  /** The stop buttons of framework.toml's [stop_modes]: each returns when the SDK says the run has stopped. */
+  stops = {
+    abort: () => this.press(() => this.controller.abort()),
+    generate_abort: () => this.press(() => this.controller.abort()),
+    break: () => this.press(),
+    reader_cancel: async () => {
+      this.pressed = true;
+      await this.reader?.cancel();
+    },
+    stop_when: () => this.press(),
   };
 
   isCancel = (error) => error?.name === "AbortError" || error instanceof StoppedByUser;
@@ -132,11 +122,12 @@ class VercelAi {
     }
   }
 
-  async stop(mode) {
+  /** The user pressed stop: the button's call (none for `break` and `stop_when`: the loop sees `pressed`), then
+   * the run has ended. */
+  async press(button = () => {}) {
     this.pressed = true;
-    if (mode === "abort" || mode === "generate_abort") this.controller.abort();
-    if (mode === "reader_cancel") await this.reader?.cancel();
-    else await this.job.catch(() => {});
+    button();
+    await this.job.catch(() => {});
   }
 
   async resume(nextInput) {

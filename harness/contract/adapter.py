@@ -5,11 +5,11 @@ nothing more. It never reads the ledger and never special-cases a scenario or an
 framework does after the stop is what stopbench measures, so an adapter states no expected outcome.
 
 What an adapter declares about itself (`name`, `stop_modes`, `resume_primitive`, `tool_styles`, `unsupported`,
-`modes_since`, `environment`, `packages`, `providers`) is data: a class defined in a framework folder gets it from
-the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a [[variants]] entry
-for a variant), so the report and the checks read it without importing a framework; a class anywhere else (an entry
-point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py, `KitAdapter`) owns the
-plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
+`modes_since`, `environment`, `packages`, `providers`, `stop_signals`) is data: a class defined in a framework
+folder gets it from the folder's framework.toml (harness/frameworks.py: the top level for the framework's adapter, a
+[[variants]] entry for a variant), so the report and the checks read it without importing a framework; a class
+anywhere else (an entry point, a test) declares it as class attributes. The adapter kit (harness/contract/kit.py,
+`KitAdapter`) owns the plumbing: the job, the stop flag, wait(), the task_cancel button, close() and the model client.
 
 Lifecycle, driven by the trial inside one subject process; the adapter is made with the trial's
 context (`self.ctx`, and `self.mode`, the stop button this trial will press):
@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from harness import ADAPTERS
 from harness.contract.sources import package_sources
-from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, load, release_key
+from harness.frameworks import MANIFEST, TOOL_STYLES, Declaration, Framework, adapter_name, load, release_key
 from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import Scenario
 from harness.stop_button import STOP_BUTTON_ENV, StopButton
@@ -127,6 +127,9 @@ class HostHoldings:
     egress: list[str] = field(default_factory=list)
     #: False once the process was closed: only its egress is still told
     connected: bool = True
+    #: a served trial's server (harness/trial/serve/hosted.py `audit`): what it holds in the audit's own terms
+    #: (`left`: threads, tasks, sockets, egress) and its scheduled work (`work`), where `held` is empty
+    served: dict[str, Any] | None = None
 
 
 def stop_method_name(mode: str) -> str:
@@ -156,9 +159,16 @@ class Adapter(abc.ABC):
     #: the model providers the adapter has clients for (harness/providers.py), its home one first: a trial of
     #: another is refused before it runs
     providers: ClassVar[tuple[str, ...]] = (DEFAULT_PROVIDER,)
+    #: stop mode -> the signal that presses it (an adapter process's: harness/contract/protocol.py)
+    stop_signals: ClassVar[dict[str, str]] = {}
     #: runs scenarios that script calls to the user's own tools (`tools:` in the scenario): an agent under test
     #: that brings its own tools does; a framework adapter, given the harness's tools, does not
     runs_declared_tools: ClassVar[bool] = False
+    #: the agent's own built-in tools (a coding CLI's shell) a scenario's `agent_tools` may script calls to
+    agent_tools: ClassVar[tuple[str, ...]] = ()
+    #: the trial counts the run's processes at fixed moments after the stop (harness/trial/census.py) and observes
+    #: at least until the last: an orchestrator CLI, whose leftovers outlive the process the user started
+    census: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A class defined in a framework folder takes its declarations from the folder's framework.toml; the class
@@ -199,6 +209,23 @@ class Adapter(abc.ABC):
     async def resume(self) -> None:
         raise NoResume(f"{self.name} has no resume")
 
+    async def reported_usage(self) -> int | None:
+        """The output tokens the framework's own usage accounting says the stopped run used (its turns up to the
+        stop, the cancelled one included if it counts it), read once the stop phase settled; None when it reports
+        none. Rows set it beside what the world billed: what a user's bill would show against what the
+        framework's usage told them."""
+        return None
+
+    def exit_status(self) -> int | None:
+        """How the job's process ended, where the job is a process the user started (an orchestrator CLI): its exit
+        code, or minus the signal that killed it; None for a job inside the subject or an adapter process."""
+        return None
+
+    def apparatus(self) -> set[int]:
+        """Processes the adapter started for the harness, not for the run (a CLI's network relay): the audits and the
+        census leave them out."""
+        return set()
+
     async def held(self) -> HostHoldings | None:
         """What an adapter process in another language holds, for the audit; None for an adapter in the subject
         itself (the audit sees its threads and tasks directly)."""
@@ -214,7 +241,7 @@ class Adapter(abc.ABC):
             return cls.framework
         prefix = ADAPTERS + "."
         folder = cls.__module__[len(prefix):].split(".")[0] if cls.__module__.startswith(prefix) else ""
-        return folder.replace("_", "-") if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
+        return adapter_name(folder) if folder and cls.__module__.count(".") > prefix.count(".") else cls.name
 
     @classmethod
     def versions(cls) -> dict[str, str]:

@@ -9,7 +9,9 @@ world's ledger, the moments from the trial's marks, what is left from the audits
 
 A framework folder declares such an adapter in framework.toml (`[protocol] command = [...]`); `protocol_adapter()`
 makes its class, with the folder's declarations, and `probe()` starts the process once (capabilities and versions)
-before any trial, so a process that disagrees with its framework.toml is refused up front.
+before any trial. The declaration is stated once, in framework.toml (or, for a class outside a framework folder, its
+class attributes): the process gets it in its environment (DECLARATION_ENV, `handed_over()`), and its capabilities
+must say it back, field by field, or it is refused up front.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from harness.contract.wire import (
     ProtocolError,
     check_result,
 )
-from harness.frameworks import TOOL_STYLES, Framework
+from harness.frameworks import DECLARED, MANIFEST, STOP_SIGNALS, TOOL_STYLES, Framework
 from harness.providers import DEFAULT_PROVIDER, PROVIDERS
 from harness.stop_button import NOT_SENT
 from harness.tools.catalogue import COMPENSATION_PATH, TOOL_KIND, TOOL_SPECS, json_schema
@@ -50,8 +52,10 @@ AUDIT_S = 1.0
 PROBE_S = 30.0
 #: after the answer to `close` and the end of its stdin, for the process to exit on its own
 EXIT_S = 2.0
-#: the signals a stop mode may declare: what a process manager, a container stop or Ctrl-C send
-SIGNALS = {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}
+#: the signals a stop mode may declare (framework.toml [stop_signals]), by name
+SIGNALS = {name: signal.Signals[name] for name in STOP_SIGNALS}
+#: the environment variable that hands the process its declaration (`handed_over()`, as JSON)
+DECLARATION_ENV = "STOPBENCH_DECLARATION"
 #: the adapter process's stderr, in the trial folder
 STDERR_FILE = "adapter-stderr.log"
 
@@ -133,20 +137,60 @@ def _handled_at(params: dict[str, Any], where: str) -> int:
     return ns
 
 
-def check_declared(cls: type[Adapter], caps: Capabilities, where: str) -> None:
-    """The process and its framework.toml say the same: mode ids, resume or none, tool styles, unsupported pairs,
-    providers."""
-    pairs = (("name", cls.name, caps.name),
-             ("stop_modes", list(cls.stop_modes), list(caps.stop_modes)),
-             ("resume_primitive", "a resume" if cls.resume_primitive else "none",
-              "a resume" if caps.resume_primitive else "none"),
-             ("tool_styles", sorted(cls.tool_styles), sorted(caps.tool_styles)),
-             ("unsupported", sorted(map(list, cls.unsupported)), sorted(map(list, caps.unsupported))),
-             ("providers", list(cls.providers), list(caps.providers)))
-    for name, declared, said in pairs:
-        if declared != said:
-            raise ProtocolError(f"{where}: field {name!r}: the process says {said}; the adapter declares "
-                                f"{declared}")
+def handed_over(cls: type[Adapter]) -> dict[str, Any]:
+    """What the adapter class declares (its framework.toml's, or its own class attributes), whole, in the shape of
+    the capabilities message: what the process is handed as it starts and must say back. A stop mode's signal is
+    in its entry (`{"primitive", "signal"}`); `declared_in` names where the declaration is written."""
+    out: dict[str, Any] = {"name": cls.name}
+    for key in DECLARED:
+        value = getattr(cls, key)
+        if key == "stop_signals":
+            continue  # in stop_modes
+        if key == "stop_modes":
+            value = {mode: {"primitive": text, **({"signal": cls.stop_signals[mode]} if mode in cls.stop_signals
+                                                  else {})} for mode, text in value.items()}
+        elif key == "unsupported":
+            pairs: dict[str, dict[str, str]] = {}
+            for (mode, style), why in value.items():
+                pairs.setdefault(mode, {})[style] = why
+            value = pairs
+        elif key == "modes_since":
+            value = {mode: {"package": package, "release": release} for mode, (package, release) in value.items()}
+        out[key] = json.loads(json.dumps(value))  # tuples as lists, as the message carries them
+    return out
+
+
+def declared_in(cls: type[Adapter]) -> str:
+    """Where the class's declaration is written: its framework folder's framework.toml, else the class."""
+    folder = getattr(cls, "folder", None)
+    if folder is not None and (Path(folder) / MANIFEST).is_file():
+        return str(Path(folder) / MANIFEST)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def declaration_env(cls: type[Adapter]) -> dict[str, str]:
+    """The environment entry that hands the process its declaration (DECLARATION_ENV)."""
+    return {DECLARATION_ENV: json.dumps({**handed_over(cls), "declared_in": declared_in(cls)})}
+
+
+def check_declared(cls: type[Adapter], params: dict[str, Any], where: str) -> None:
+    """The process says back the declaration it was handed, every field of it: mode ids, texts and signals, the
+    resume, tool styles, unsupported pairs and the rest. The first difference is named, down to the entry."""
+    declared = handed_over(cls)
+    for key, value in declared.items():
+        _same(key, value, params.get(key), where)
+
+
+def _same(field_name: str, declared: Any, said: Any, where: str) -> None:
+    if isinstance(declared, dict) and isinstance(said, dict):
+        if list(declared) != list(said):
+            raise ProtocolError(f"{where}: field {field_name!r}: the process says {list(said)}; the adapter declares "
+                                f"{list(declared)}")
+        for key in declared:
+            _same(f"{field_name}.{key}", declared[key], said[key], where)
+    elif declared != said:
+        raise ProtocolError(f"{where}: field {field_name!r}: the process says {json.dumps(said)[:200]}; the adapter "
+                            f"declares {json.dumps(declared)[:200]}")
 
 
 def tool_catalogue() -> list[dict[str, Any]]:
@@ -194,7 +238,7 @@ class ProtocolAdapter(Adapter):
             where = f"{self.name}: {method}"
             if method == "capabilities" and not ready.done():
                 caps = parse_capabilities(params, where)  # a ProtocolError breaks the connection: start fails
-                check_declared(type(self), caps, where)
+                check_declared(type(self), params, where)
                 ready.set_result(caps)
             elif method == "stopped" and self.signalled is not None and not self.stopped.done():
                 self.stopped.set_result(params)
@@ -206,7 +250,8 @@ class ProtocolAdapter(Adapter):
                 raise ProtocolError(f"{where}: not a notification the adapter may send now (capabilities first, "
                                     "once; stop_handled once, when declared; stopped after a signal stop)")
 
-        conn = self.conn = Connection.spawn(self.name, list(self.command), self.folder, os.environ,
+        conn = self.conn = Connection.spawn(self.name, list(self.command), self.folder,
+                                            {**os.environ, **declaration_env(type(self))},
                                             self.ctx.workdir / STDERR_FILE, note)
         await asyncio.wait({ready, conn.failed}, timeout=CAPABILITIES_S, return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
@@ -299,6 +344,13 @@ class ProtocolAdapter(Adapter):
             raise ProtocolError(f"{self.name}: the adapter process did not exit within {EXIT_S:g} s of close and the "
                                 "end of its stdin; it was killed")
 
+    async def reported_usage(self) -> int | None:
+        """The adapter process's `usage` answer (docs/adapter-protocol.md); None from a process that is gone."""
+        conn = self.conn
+        if conn is None or conn.exited.done() or conn.broken is not None:
+            return None
+        return (await conn.request("usage", timeout_s=AUDIT_S)).get("output_tokens")
+
     async def held(self) -> HostHoldings | None:
         """What the process says it holds, less what it held before the run: its answer to `audit`."""
         conn = self.conn
@@ -331,7 +383,7 @@ class ProtocolAdapter(Adapter):
                            for i, m in ((1, "versions"), (2, "close")))
         try:
             out = subprocess.run(list(cls.command), cwd=cls.folder, input=requests.encode(), capture_output=True,
-                                 timeout=PROBE_S, env={**os.environ, **cls.environment})
+                                 timeout=PROBE_S, env={**os.environ, **cls.environment, **declaration_env(cls)})
         except (OSError, subprocess.TimeoutExpired) as e:
             raise ProtocolError(f"{cls.name}: {' '.join(cls.command)} in {cls.folder}: {e}") from e
         lines = out.stdout.decode(errors="replace").splitlines()
@@ -344,8 +396,9 @@ class ProtocolAdapter(Adapter):
         if not messages or not isinstance(messages[0], dict) or messages[0].get("method") != "capabilities":
             raise ProtocolError(f"{where}: the first message must be capabilities, got "
                                 f"{json.dumps(messages[:1])[:120]}")
-        check_declared(cls, parse_capabilities(messages[0].get("params") or {}, f"{cls.name}: capabilities"),
-                       f"{cls.name}: capabilities")
+        params = messages[0].get("params") or {}
+        parse_capabilities(params, f"{cls.name}: capabilities")
+        check_declared(cls, params, f"{cls.name}: capabilities")
         answer = next((m for m in messages if isinstance(m, dict) and m.get("id") == 1), None)
         if answer is None or "result" not in answer:
             raise ProtocolError(f"{where}: no result for versions: {json.dumps(answer)[:120]}")
@@ -363,4 +416,4 @@ def protocol_adapter(framework: Framework) -> type[ProtocolAdapter]:
         raise ValueError(f"{framework.folder}: declares no [protocol] adapter")
     attrs: dict[str, Any] = {**framework.adapter.attributes(), "framework": framework.name,
                              "command": framework.protocol.command, "folder": framework.folder, "_probed": None}
-    return type(f"ProtocolAdapter_{framework.name.replace('-', '_')}", (ProtocolAdapter,), attrs)
+    return type(f"ProtocolAdapter_{framework.folder.name}", (ProtocolAdapter,), attrs)

@@ -13,16 +13,15 @@ import importlib.metadata
 import importlib.util
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from harness import ADAPTERS
 from harness.contract.adapter import Adapter, stop_method_name
 from harness.contract.protocol import ProtocolAdapter, ProtocolError, protocol_adapter
-from harness.frameworks import MANIFEST, NPM_LOCKFILE, FrameworkError, load
+from harness.frameworks import MANIFEST, NPM_LOCKFILE, ROOT, Framework, FrameworkError, discover, load
 
-ADAPTERS_DIR = Path(__file__).resolve().parent.parent.parent / "adapters"
+ADAPTERS_DIR = ROOT / "adapters"
 ENTRY_POINT_GROUP = "stopbench.adapters"
 
 
@@ -30,33 +29,27 @@ class AdapterError(LookupError):
     """An adapter name, import path or mode that does not resolve; the message says what exists."""
 
 
-def _folder(name: str) -> str:
-    return name.replace("-", "_")
+def builtin_frameworks() -> dict[str, Framework]:
+    """The framework folders of ADAPTERS_DIR by adapter name (harness/frameworks.py's `discover`, the one scan)."""
+    try:
+        return {f.name: f for f in discover(ADAPTERS_DIR.parent)}
+    except FrameworkError as e:
+        raise AdapterError(str(e)) from e
 
 
 def builtin_adapter_names() -> list[str]:
     """Folders with an adapter.py, and folders whose framework.toml declares a [protocol] adapter process."""
-    if not ADAPTERS_DIR.is_dir():
-        return []
-    return sorted(p.name.replace("_", "-") for p in ADAPTERS_DIR.iterdir()
-                  if ((p / "adapter.py").exists() or _declares_protocol(p)) and not p.name.startswith("_"))
-
-
-def _declares_protocol(folder: Path) -> bool:
-    try:
-        return "protocol" in tomllib.loads((folder / MANIFEST).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
+    return sorted(builtin_frameworks())
 
 
 @functools.cache
-def _protocol_adapter(name: str) -> type[Adapter]:
-    """The class of a folder's adapter process."""
-    folder = ADAPTERS_DIR / _folder(name)
+def _protocol_adapter(folder: Path) -> type[Adapter]:
+    """The class of a folder's adapter process (made once per folder: its probe is asked once)."""
     try:
         framework = load(folder)
     except FrameworkError as e:
         raise AdapterError(str(e)) from e
+    name = framework.name
     if framework.protocol is not None and framework.protocol.npm and not (folder / "node_modules").is_dir():
         raise AdapterError(f"adapter {name!r} is not installed here: {folder} has a {NPM_LOCKFILE} but no "
                            f"node_modules; run `npm ci` there, or its nox session: nox -s \"tests(suite='{name}')\"")
@@ -89,12 +82,13 @@ def load_adapter(name: str) -> type[Adapter]:
         if ep.name == name:
             _import(ep.module, ep.attr or "")
             return _checked(ep.load(), name)
-    if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name not in builtin_adapter_names():
+    framework = builtin_frameworks().get(name) if re.fullmatch(r"[a-z][a-z0-9_-]*", name) else None
+    if framework is None:
         known = ", ".join(available_adapters()) or "none"
         raise AdapterError(f"unknown adapter {name!r} (known: {known}; or give package.module:Class)")
-    if _declares_protocol(ADAPTERS_DIR / _folder(name)):
-        return _checked(_protocol_adapter(name), name)
-    module_name = f"{ADAPTERS}.{_folder(name)}.adapter"
+    if framework.protocol is not None:
+        return _checked(_protocol_adapter(framework.folder), name)
+    module_name = f"{ADAPTERS}.{framework.folder.name}.adapter"
     try:
         module = _import(module_name, "ADAPTER")
     except ImportError as e:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.frameworks import load
+from harness.frameworks import folder_name, load
 
 TEMPLATE = Path(__file__).resolve().parent / "template"
 TEMPLATE_NAME = "my-framework"
@@ -23,14 +23,14 @@ MODE_ROWS = "STOP_MODE_ROWS"
 def _names(name: str) -> dict[str, str]:
     """The template's spellings of its name -> this adapter's."""
     words = re.split(r"[-_]", name)
-    return {"my-framework": name, "my_framework": name.replace("-", "_"),
+    return {"my-framework": name, "my_framework": folder_name(name),
             "MyFramework": "".join(w.title() for w in words), "My Framework": " ".join(w.title() for w in words)}
 
 
 def write_skeleton(name: str, adapters_dir: Path) -> list[Path]:
     if not re.fullmatch(r"[a-z][a-z0-9-]*", name):
         raise ValueError(f"adapter name {name!r}: use lower-case letters, digits and dashes")
-    folder = adapters_dir / name.replace("-", "_")
+    folder = adapters_dir / folder_name(name)
     if folder.exists():
         raise FileExistsError(f"{folder} already exists")
     folder.mkdir(parents=True)

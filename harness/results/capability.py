@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
+from harness.model_rule import RULES
 from harness.results.cells import numbers
 from harness.results.judgement import (
     Word,
@@ -217,12 +220,29 @@ VERDICT = {v.column: v for v in VERDICTS}
 MEDIANS_RULE = "tokens+ / leaked / lie ms / tax $ = medians over ok trials (tax from data/prices.yaml)."
 
 
-def rules_text(width: int = 110) -> str:
-    """The rules under the capability table, from the declarations: the preamble, then each verdict's rule."""
+def model_rule_text(df: pd.DataFrame) -> str:
+    """Which rule the world's model followed when a tool result read as interrupted or as an error, from the rows'
+    `model_rule` and its declaration (harness/model_rule.py): the resume columns depend on it."""
+    counts = df["model_rule"].value_counts() if "model_rule" in df.columns and len(df) else pd.Series(dtype=int)
+    if counts.empty:
+        return ""
+    parts = [f"`{name}` ({'every row' if n == len(df) else f'{n}/{len(df)} rows'}): "
+             f"{RULES[name].meaning if name in RULES else 'not a declared rule'}"
+             for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return ("the world's model read a tool result that reports an interruption or an error under "
+            + "; ".join(parts) + " (harness/model_rule.py).")
+
+
+def rules_text(width: int = 110, model_rule: str = "") -> str:
+    """The rules under the capability table, from the declarations: the preamble, then each verdict's rule, and
+    after the resume columns' the model's rule the rows were measured under (`model_rule_text`)."""
     lines = [PREAMBLE]
     for v in VERDICTS:
         lines += textwrap.wrap(v.rule, width, initial_indent=f"- {v.column:<14} = ",
                                subsequent_indent=" " * 19)
+        if v.column == "repeats effect" and model_rule:
+            lines += textwrap.wrap(model_rule, width, initial_indent=f"- {'model rule':<14} = ",
+                                   subsequent_indent=" " * 19)
     lines += textwrap.wrap(MEDIANS_RULE, width, initial_indent="- ", subsequent_indent="  ")
     return "\n".join(lines) + "\n"
 

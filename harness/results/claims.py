@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from harness.frameworks import ROOT
+from harness.frameworks import ROOT, discover
 from harness.results.capability import causes
 from harness.results.cells import numbers
 from harness.results.judgement import (
@@ -34,6 +34,7 @@ from harness.results.judgement import (
     went_on,
     wilson,
 )
+from harness.results.orchestrators import census_rows, orchestrators_need_a_reaper
 from harness.results.orphans import orphans_seen
 from harness.results.scorecard import coverage, ranked
 from harness.results.selection import BUTTON, CONDITION, in_main_matrix, is_measured
@@ -49,8 +50,9 @@ def load_claims(root: Path = ROOT) -> list[dict[str, Any]]:
     `framework` defaulting to the folder's name), ordered by their `order` (the article's), then by folder
     and place in the file; then the cross-framework ones of data/claims.yaml (`framework: "*"`)."""
     claims = []
-    for path in sorted((root / "adapters").glob("*/claims.yaml")):
-        claims += _claims_file(path, framework=path.parent.name.replace("_", "-"))
+    for folder in sorted(discover(root), key=lambda f: f.folder.name):
+        if (folder.folder / "claims.yaml").exists():
+            claims += _claims_file(folder.folder / "claims.yaml", framework=folder.name)
     claims.sort(key=lambda c: c.get("order", math.inf))  # stable: folder and file order within an order
     return _claims_file(root / "data" / "article.yaml") + claims + _claims_file(root / "data" / "claims.yaml")
 
@@ -240,6 +242,15 @@ def orphans_after_close(claim: dict[str, Any], rows):
     return verdict, evidence, main, main[numbers(main, "orphans") > 0]
 
 
+def orchestrators_leave_processes(claim: dict[str, Any], rows):
+    """Over the census trials (an orchestrator CLI, or an SDK that runs one): confirmed when any had processes of its
+    run alive 30 s after the stop, refuted when none had; its evidence names the adapters and stop modes."""
+    verdict, evidence = orchestrators_need_a_reaper(rows)
+    over = census_rows(rows)
+    over = over[numbers(over, "survivors_30s").notna()]
+    return verdict, evidence, over, over[numbers(over, "survivors_30s") > 0]
+
+
 def saga_closes_leak(claim: dict[str, Any], rows):
     """The cells (button x scenario x offset x tool style) that leaked an effect with mitigation none, measured
     again with the harness's saga: a cell's leak is closed when none of its saga trials leaked an effect or went
@@ -368,7 +379,8 @@ def table_cell(claim: dict[str, Any], rows):
 
 
 #: rules that read every row of the claim's framework (other matrices, other mitigations) themselves
-WHOLE_ROWS = ("orphans_seen", "orphans_after_close", "saga_closes_leak", "only_these_stop", "table_cell")
+WHOLE_ROWS = ("orphans_seen", "orphans_after_close", "orchestrators_leave_processes", "saga_closes_leak",
+              "only_these_stop", "table_cell")
 #: a rule whose verdict is not a count of trials (it reads each framework's buttons)
 NOT_COUNTED = "-"
 #: what a claim's k (in "judged on") counts, per rule
@@ -377,7 +389,9 @@ K_COUNTS = {"keeps_running": "trials that kept running", "stops_cleanly": "trial
             "no_abort_and_no_resume": "trials that aborted or resumes that kept the state",
             "stops_effects_in_flight": "trials whose cancel reached the tool before the commit",
             "saga_closes_leak": "saga trials still leaking", "orphans_seen": "trials that left processes",
-            "orphans_after_close": "trials that left processes", "only_these_stop": NOT_COUNTED,
+            "orphans_after_close": "trials that left processes",
+            "orchestrators_leave_processes": "trials with processes alive 30 s after the stop",
+            "only_these_stop": NOT_COUNTED,
             "table_cell": NOT_COUNTED}
 
 
@@ -387,3 +401,4 @@ RULES = {fn.__name__: fn for fn in (keeps_running, stops_cleanly, keeps_working,
                                     only_these_stop, table_cell)}
 RULES["orphans_seen"] = orphans_need_reaping
 RULES["orphans_after_close"] = orphans_after_close
+RULES["orchestrators_leave_processes"] = orchestrators_leave_processes

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.billing import DEFAULT_PROFILE
-from harness.clock import SEND_LAG_MS, TRIGGER_TOLERANCE_MS
+from harness.clock import CENSUS_AFTER_S, SEND_LAG_MS, TRIGGER_TOLERANCE_MS
+from harness.model_rule import RULE_BEFORE
 from harness.results import schema
 from harness.scenario import Offset, Scenario
 from harness.vocabulary import ACTIVITY_EVENTS, AuditPhase, Event, Mark
@@ -74,6 +75,8 @@ class TrialView:
         self.stop_returned = self.t(Mark.STOP_RETURNED)
         self.resume_started = self.t(Mark.RESUME_STARTED)
         self.stopped = self.stop_called is not None  # else nothing "after stop" can be measured
+        #: a served trial: the run was hosted by a server and stopped by its client (harness/trial/serve/)
+        self.served = self.data(Mark.RUN_STARTED).get("serve_path") is not None
         self.cut = runaway_cut(events)  # a runaway's counts end at its observation's deadline
         self.end_stop_phase = min(self.resume_started if self.resume_started is not None else float("inf"),
                                   self.cut)
@@ -160,7 +163,14 @@ class TrialView:
         return Mark.RESUME_RETURNED in self.marks and (self.resume_started or 0) < self.cut
 
     def turn_of(self, req: int) -> int:
-        return next((e["turn"] for e in self.requests if e["req"] == req), -1)
+        """The scripted turn a request was answered with; -1 for none (unknown, or calls the model asked again)."""
+        return next((answered_turn(e) for e in self.requests if e["req"] == req), -1)
+
+
+def answered_turn(request: dict[str, Any]) -> int:
+    """The scripted turn an llm_request was answered with: a request answered with calls the model asked again
+    (`asked_again`: their results read as failed) answered none, whatever turn the script was at."""
+    return -1 if request.get("asked_again") else request["turn"]
 
 
 @functools.cache
@@ -218,6 +228,31 @@ def stop_delivery_ms(tr: TrialView) -> float | None:
     return _ms(tr.pressed, tr.handled) if tr.handled is not None else None
 
 
+def _served_end(tr: TrialView) -> int | None:
+    """When the served run's job ended in the server, if it did within the stop's phase (before resume, the cut and
+    the audit after the stop: the server's shutdown at close ends whatever is left, and that is no reaction)."""
+    ended = tr.t(Mark.SERVED_RUN_ENDED)
+    after_stop = (tr.audits.get(AuditPhase.AFTER_STOP) or {}).get("t", float("inf"))
+    return ended if ended is not None and ended <= min(tr.end_stop_phase, after_stop) else None
+
+
+@metric("served_stop_seen_ms")
+def served_stop_seen_ms(tr: TrialView) -> float | None:
+    """From the client's stop to the server's reaction (harness/trial/serve/hosted.py); None if it never reacted."""
+    return _ms(tr.pressed, tr.t(Mark.SERVED_STOP_SEEN)) if tr.served and tr.pressed is not None else None
+
+
+@metric("served_run_ended")
+def served_run_ended(tr: TrialView) -> bool | None:
+    """Whether the served run's job ended in the stop's phase; None in-process or when no stop was pressed."""
+    return _served_end(tr) is not None if tr.served and tr.pressed is not None else None
+
+
+@metric("served_run_ended_ms")
+def served_run_ended_ms(tr: TrialView) -> float | None:
+    return _ms(tr.pressed, _served_end(tr)) if tr.served else None
+
+
 @metric("lie_ms")
 def lie_ms(tr: TrialView) -> float | None:
     if tr.stop_returned is None:
@@ -239,6 +274,11 @@ def job_ended_ms(tr: TrialView) -> float | None:
 @metric("job_error")
 def job_error(tr: TrialView) -> str | None:
     return tr.data(Mark.JOB_ENDED).get("error") if Mark.JOB_ENDED in tr.marks else None
+
+
+@metric("exit_status")
+def exit_status(tr: TrialView) -> int | None:
+    return tr.data(Mark.JOB_ENDED).get("exit_status") if Mark.JOB_ENDED in tr.marks else None
 
 
 @metric("close_ok")
@@ -267,6 +307,31 @@ def tokens_unread_after_stop(tr: TrialView) -> int | None:
 def billing_profile(tr: TrialView) -> str:
     created = tr.of(Event.RUN_CREATED)
     return str(created[0].get("billing") or DEFAULT_PROFILE.name) if created else DEFAULT_PROFILE.name
+
+
+@metric("usage_reported_tokens")
+def usage_reported_tokens(tr: TrialView) -> int | None:
+    tokens = tr.data(Mark.USAGE_REPORTED).get("output_tokens")
+    return tokens if isinstance(tokens, int) else None
+
+
+@metric("usage_unreported_tokens")
+def usage_unreported_tokens(tr: TrialView) -> int | None:
+    reported = usage_reported_tokens(tr)
+    if reported is None:
+        return None
+    return sum(e["t"] < tr.end_stop_phase for e in tr.tokens) - reported
+
+
+@metric("model_rule")
+def model_rule(tr: TrialView) -> str:
+    created = tr.of(Event.RUN_CREATED)
+    return str(created[0].get("model_rule") or RULE_BEFORE.name) if created else RULE_BEFORE.name
+
+
+@metric("model_retries")
+def model_retries(tr: TrialView) -> int:
+    return len(tr.of(Event.TOOL_RETRY_ASKED))
 
 
 @metric("llm_requests_after_stop")
@@ -406,6 +471,40 @@ def crash_orphan_cpu_s(tr: TrialView) -> float | None:
     return None if tr.host_crashed is None else round(sum(p["cpu_s"] for p in tr.host_crashed["survivors"]), 4)
 
 
+def _census(tr: TrialView, after_s: float) -> list[dict[str, Any]] | None:
+    """The processes a census counted `after_s` after the stop (harness/trial/census.py); None without one."""
+    counts = [e for e in tr.events if e["event"] == Event.MARK and e.get("name") == Mark.CENSUS
+              and (e.get("data") or {}).get("after_s") == after_s]
+    return counts[0]["data"]["processes"] if counts else None
+
+
+@metric("survivors_5s")
+def survivors_5s(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[0])
+    return None if found is None else len(found)
+
+
+@metric("survivors_30s")
+def survivors_30s(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[-1])
+    return None if found is None else len(found)
+
+
+@metric("survivors_30s_rss_bytes")
+def survivors_30s_rss_bytes(tr: TrialView) -> int | None:
+    found = _census(tr, CENSUS_AFTER_S[-1])
+    return None if found is None else sum(p["rss"] for p in found)
+
+
+@metric("survivors_30s_cpu_s")
+def survivors_30s_cpu_s(tr: TrialView) -> float | None:
+    last, first = _census(tr, CENSUS_AFTER_S[-1]), _census(tr, CENSUS_AFTER_S[0])
+    if last is None:
+        return None
+    before = {p["pid"]: p["cpu_s"] for p in first or []}
+    return round(sum(p["cpu_s"] - before.get(p["pid"], 0.0) for p in last), 4)
+
+
 @metric("reaped")
 def reaped(tr: TrialView) -> int:
     return len(tr.reaped)
@@ -454,8 +553,8 @@ def resume_llm_replays(tr: TrialView) -> int | None:
     t_resume = tr.resume_started
     done_before = {e["req"] for e in tr.of(Event.RESPONSE_DONE) if e.get("complete")
                    and (t_resume is None or e["t"] < t_resume)}
-    turns_done = {e["turn"] for e in tr.requests if e["req"] in done_before}
-    return sum(1 for e in tr.requests if tr.in_resume(e) and e["turn"] in turns_done)
+    turns_done = {answered_turn(e) for e in tr.requests if e["req"] in done_before} - {-1}
+    return sum(1 for e in tr.requests if tr.in_resume(e) and answered_turn(e) in turns_done)
 
 
 @metric("resume_tokens")

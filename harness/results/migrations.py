@@ -59,13 +59,21 @@ def fields_added(*names: str) -> Callable[[Row], Row]:
     return add
 
 
+#: the fields version 3 added (version 1 rows written after one existed keep its value)
+ADDED_IN_3 = ("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
+              "effects_in_flight_client_gone", "provider", "serve_path", "client_stop", "served_stop_seen_ms",
+              "served_run_ended", "served_run_ended_ms", "exit_status", "survivors_5s", "survivors_30s",
+              "survivors_30s_rss_bytes", "survivors_30s_cpu_s", "usage_reported_tokens", "usage_unreported_tokens",
+              "model_rule", "model_retries")
+
 #: version N -> the function that makes a version N row a version N + 1 row
 MIGRATIONS: dict[int, Callable[[Row], Row]] = {
     1: facts_out_of_text,
     # the metric code's digest (stopbench rederive), the stop's delivery to an adapter process, what a provider
-    # bills after a disconnect, the in-flight effects whose client had gone, the model provider
-    2: fields_added("metrics_digest", "stop_delivery_ms", "billing_profile", "tokens_unread_after_stop",
-                    "effects_in_flight_client_gone", "provider"),
+    # bills after a disconnect, the in-flight effects whose client had gone, the model provider; the served stop
+    # (its path, the client's stop, the server's reaction), an orchestrator's exit status and its census, the
+    # framework's own usage beside the world's bill, the model's rule and the calls it asked again
+    2: fields_added(*ADDED_IN_3),
 }
 OLDEST = min(MIGRATIONS)
 

@@ -53,8 +53,10 @@ def measure(results_dir: Path) -> Measured:
     from harness.results.report import capability, load, summary
     from harness.results.scorecard import scorecard
     from harness.results.selection import in_main_matrix
+    from harness.results.settings import at_home_rows
 
-    full, _ = load(results_dir)
+    every, _ = load(results_dir)
+    full = at_home_rows(every)  # as the report's headline reads them
     if full.empty:
         return Measured(full, [], full, full, full, "")
     main = full[in_main_matrix(full)]

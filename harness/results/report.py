@@ -15,7 +15,7 @@ from typing import Any
 from harness.clock import TRIGGER_TOLERANCE_MS
 from harness.frameworks import is_reference
 from harness.results import schema
-from harness.results.capability import CAPABILITY_RULES, capability_rows, texts
+from harness.results.capability import capability_rows, model_rule_text, rules_text, texts
 from harness.results.cells import cells, frame, median, min_max, ratio_cell, values
 from harness.results.claims import NOT_COUNTED
 from harness.results.prices import cancel_tax
@@ -284,10 +284,18 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     import shutil
 
     from harness.results.counterparts import load_pairings, side_by_side
+    from harness.results.orchestrators import orchestrator_table
     from harness.results.orphans import orphan_table
+    from harness.results.settings import at_home_rows, scenario_billing
+    from harness.scenario import load_scenarios
 
     pairings = load_pairings()  # a malformed data/counterparts.yaml stops the report before it deletes anything
-    full, bad = load(raw_dir)
+    every, bad = load(raw_dir)
+    scenarios = load_scenarios()
+    billing = scenario_billing(scenarios)
+    # the headline reads each framework at home (its home provider, its scenarios' billing); other settings
+    # have their own tables
+    full = at_home_rows(every)
     to.mkdir(parents=True, exist_ok=True)
     _clear_old_layout(to)
     df = full[in_main_matrix(full)] if not full.empty else full  # every table but the orphan matrix's
@@ -301,10 +309,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     from harness.results.findings import findings
     from harness.results.judgement_diff import SUMMARY_FORMAT
     from harness.results.plots import write_plots
+    from harness.results.provider_tables import billing_costs, per_provider
     from harness.results.scorecard import best_rule, public, scorecard
     from harness.results.site import SITE, claim_links, write_site
     from harness.results.variants import variant_table
-    from harness.scenario import load_scenarios
 
     site = to / SITE
     if site.exists():
@@ -328,7 +336,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
         ("Mitigations: what the harness-side saga and idempotency keys recover", "mitigations", mitigations(df)),
         ("Where saga+idempotent does not reach 0 (leaked or repeated)", "gaps", mitigation_gaps(df)),
         ("The same job where the service honours a disconnect: an email in flight that landed (k/N trials), and "
-         "the trials whose cancel reached the tool before the commit", "variants", variant_table(df, load_scenarios())),
+         "the trials whose cancel reached the tool before the commit", "variants", variant_table(df, scenarios)),
         ("Event-anchored trials (the world freezes at the anchor: what varies is the framework's)", "event",
          by_offset(df)),
         ("Repetitions: trial cells whose event-anchored repetitions agree on the status and every count "
@@ -339,6 +347,16 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
          "cleanup); processes, their memory (MB) and CPU seconds, medians over the trials that measured them (a "
          "hung stop's too: the harness reaped what it left)", "orphans",
          orphan_table(full)),
+        ("Each button on each provider it was measured on (through the framework's own client for it, at its "
+         "defaults): capability verdicts, medians, and the framework's best set on that provider", "providers",
+         per_provider(every, billing)),
+        ("What a stop costs under each billing profile: tokens billed after the stop by each headline best "
+         "button, per provider, median [min..max] (ok trials) over the event-anchored conditions where the other "
+         "profile was played", "billing", billing_costs(every, cards)),
+        ("Orchestrators: what a coding agent's CLI left after each stop (trials with processes of the run alive 5 s "
+         "and 30 s after it, k/n; medians of how many, their memory in MB, the model asked and effects landed after "
+         "the stop, resume's repeats) and how the process the user started exited", "orchestrators",
+         orchestrator_table(full)),
         ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
     ]
@@ -362,7 +380,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
         "capability": _records(cap)}, indent=1, default=str) + "\n")
     readme = to / "README.md"
     rows_dir = Path(os.path.relpath(raw_dir.resolve(), to.resolve())).as_posix()  # as the report's folder sees it
-    readme.write_text(_markdown(df, rows_dir, counts, cards, claims, sections, bad, CAPABILITY_RULES, rule, found,
+    capability_rules = rules_text(model_rule=model_rule_text(df))
+    readme.write_text(_markdown(df, rows_dir, counts, cards, claims, sections, bad, capability_rules, rule, found,
                                 pairs))
     shas = ", ".join(sorted(df["git_sha"].astype(str).str[:7].unique()))
     notes = {
@@ -371,7 +390,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
                  "(tokens after the stop, side effects that still landed, processes left, repeats on resume). "
                  "Every scorecard cell and every claim links to the trials behind it, and each trial to its "
                  "timeline."),
-        "rules": RULES + "\n" + CAPABILITY_RULES,
+        "rules": RULES + "\n" + capability_rules,
         "unreadable": "; ".join(str(b) for b in bad),
         "footer": f"{counts_text(counts)}. Generated by `stopbench report` from {rows_dir}/raw/ (rows measured at "
                   f"{shas}).",

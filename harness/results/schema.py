@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.clock import TRIGGER_TOLERANCE_MS
+from harness.frameworks import adapter_name
 from harness.providers import DEFAULT_PROVIDER
+from harness.vocabulary import IN_PROCESS
 
 #: the row format's version: rows of an older one are migrated when read (harness/results/migrations.py), rows
 #: of a newer one are refused. Each change, a field added included, is a new version with its migration.
@@ -126,9 +128,9 @@ class Field:
 
 def framework_of(row: dict[str, Any]) -> str:
     """Rows written before `framework` existed: the built-in folder of adapter_ref's `adapters.<folder>.`
-    module (`_` as `-`, as built-in adapters are named), else the adapter's name."""
+    module (named as built-in adapters are: `adapter_name`), else the adapter's name."""
     m = re.match(r"(?:stopbench\.)?adapters\.(\w+)\.", str(row.get("adapter_ref") or ""))
-    return m.group(1).replace("_", "-") if m else row["adapter"]
+    return adapter_name(m.group(1)) if m else row["adapter"]
 
 
 def _fields() -> Iterable[Field]:
@@ -161,6 +163,13 @@ def _fields() -> Iterable[Field]:
     yield runner("mitigation", str, "the harness-side mitigation: `none`, `saga`, `idempotent`, `saga+idempotent`")
     yield runner("host", str, "what the app hosting the agent did after the stop: `close` (resume, then close()) "
                  "or `crash` (SIGKILLed without cleanup, as a crash or an OOM kill)", default=lambda row: "close")
+    yield runner("serve_path", str, "how the run was served and stopped (harness/trial/serve/paths.py): "
+                 "`in-process` (no server: the harness pressed the framework's button in its own process; rows "
+                 "written before it existed) or a server the trial started, stopped by its client "
+                 "(`starlette-sse`...)",
+                 default=lambda row: IN_PROCESS)
+    yield runner("client_stop", str, "a served trial's client stop: `disconnect`, `cancel_endpoint`, `abort_fetch` "
+                 "(the chat page's Stop in a browser); null in-process", default=lambda row: None, nullable=True)
     yield runner("provider", str, "the model provider the trial talked to, through the framework's own client for "
                  "it (harness/providers.py): `openai`, `anthropic` or `gemini`; rows written before it existed: "
                  "`openai`", default=lambda row: DEFAULT_PROVIDER)
@@ -219,10 +228,22 @@ def _fields() -> Iterable[Field]:
                    "\"after stop\" counts from there, so the delivery is not taken for the framework's reaction; "
                    "null for an adapter in the subject's process and for rows written before it existed",
                    digits=1, default=lambda row: None, **ms)
+    yield measured("served_stop_seen_ms", float, "stop", "a served trial: from the client's stop to the moment the "
+                   "server reacted to it (the disconnect or the cancel seen, the framework's button pressed); null "
+                   "when the server never reacted, and in-process", digits=1, default=lambda row: None, **ms)
+    yield measured("served_run_ended", bool, "stop", "a served trial: the run's job in the server ended before the "
+                   "row was cut (completed, cancelled or failed); false for a run the server left going; null "
+                   "in-process", default=lambda row: None, nullable=True, better="higher")
+    yield measured("served_run_ended_ms", float, "stop", "a served trial: from the client's stop to the end of the "
+                   "run's job in the server; null when it never ended, and in-process", digits=1,
+                   default=lambda row: None, **ms, better="lower")
     yield measured("job_ended_ms", float, "stop", "from the stop to the end of the framework's job",
                    precise_only=True, **ms, better="lower")
     yield measured("job_error", str, "stop", "what the job ended with when it raised (e.g. `CancelledError`)",
                    nullable=True)
+    yield measured("exit_status", int, "stop", "orchestrator trials: how the process the user started ended, its exit "
+                   "code or minus the signal that killed it (130 after Ctrl-C, -9 after SIGKILL); null otherwise",
+                   default=lambda row: None, nullable=True)
     yield measured("close_ok", bool, "stop", "`close()` returned without an error", better="higher")
 
     n = {"nullable": True}  # None when the trial never reached the step that measures it
@@ -236,6 +257,21 @@ def _fields() -> Iterable[Field]:
     yield measured("billing_profile", str, "model", "what the provider bills after a streamed answer's client left "
                    "(harness/billing.py): `stops_at_disconnect`, `runs_to_completion` or `runs_on_ms:N`; rows written "
                    "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
+    yield measured("usage_reported_tokens", int, "model", "what the framework's own usage accounting said the stopped "
+                   "run used, in output tokens, once the stop phase settled (`Adapter.reported_usage`): a number the "
+                   "framework says about itself, never a measurement; null when it reports none, and for rows "
+                   "written before it existed", default=lambda row: None, **n)
+    yield measured("usage_unreported_tokens", int, "model", "output tokens the world generated for the stopped run "
+                   "(before resume, unread ones included) less what the framework's usage said: what its usage "
+                   "leaves off the bill; null when it reports none, and for rows written before it existed",
+                   default=lambda row: None, better="lower", **n)
+    yield measured("model_rule", str, "model", "how the world's model read a tool result that reports an interruption "
+                   "or an error (harness/model_rule.py, the scenario's `model_rule`): `retry_interrupted_tools` (it "
+                   "asks for the same call again) or `count_results` (it counts results, whatever they say); rows "
+                   "written before it existed: `count_results`", default=lambda row: "count_results")
+    yield measured("model_retries", int, "model", "calls the model asked for again because their result read as "
+                   "interrupted or as an error (the ledger's `tool_retry_asked`), resume included; rows written before "
+                   "it existed: 0", default=lambda row: 0)
     yield measured("llm_requests_after_stop", int, "model", "model requests received after the stop", label="req+",
                    **n, better="lower")
     yield measured("llm_errors", int, "model", "scripted provider faults the run was served (a 429, a 5xx, a dropped "
@@ -287,6 +323,17 @@ def _fields() -> Iterable[Field]:
     yield measured("crash_orphan_rss_bytes", int, "alive", "their resident memory at the window's end", unit="bytes",
                    default=lambda row: None, **n, better="lower")
     yield measured("crash_orphan_cpu_s", float, "alive", "CPU seconds they burned in the window", unit="s",
+                   default=lambda row: None, **n, better="lower")
+    yield measured("survivors_5s", int, "alive", "census trials (an orchestrator CLI): processes of the run alive "
+                   "5 s after the stop (the CLI itself, its native binary, MCP servers, shell children); null "
+                   "without a census (harness/trial/census.py)", label="alive 5 s", default=lambda row: None,
+                   **n, better="lower")
+    yield measured("survivors_30s", int, "alive", "census trials: processes of the run alive 30 s after the stop",
+                   label="alive 30 s", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_rss_bytes", int, "alive", "census trials: the resident memory of those alive 30 s "
+                   "after the stop", unit="bytes", default=lambda row: None, **n, better="lower")
+    yield measured("survivors_30s_cpu_s", float, "alive", "census trials: CPU seconds those alive 30 s after the "
+                   "stop burned since the 5 s count (their whole use, for one not seen then)", unit="s",
                    default=lambda row: None, **n, better="lower")
     yield measured("reaped", int, "alive", "processes the harness had to kill", better="lower")
     yield measured("egress_attempts", int, "alive", "connection or DNS attempts to anything but loopback (Python "

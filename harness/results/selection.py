@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
-from harness.vocabulary import Event
+from harness.vocabulary import IN_PROCESS, Event
 
 #: a trial's status (harness/results/metrics.py `status`), in the order tables count them
 STATUSES = ("ok", "hung", "failed", "runaway", "skipped")
@@ -25,10 +25,10 @@ MOMENT = ("scenario", "offset")
 #: `stopbench compare` cuts both sides down to the ones they share
 CONDITION = (*MOMENT, "tool_style")
 #: a trial but its repetition, in trial_id's order (a host crash trial is a cell of its own: it shares the
-#: closing host's conditions and measures other fields; so is each MCP launch variant, each provider, and each
-#: billing profile the world played)
+#: closing host's conditions and measures other fields; so is each MCP launch variant, each provider, each
+#: billing profile the world played, and each serving path)
 CELL = (*BUTTON, "scenario", "scenario_hash", "offset", "tool_style", "mcp_launch", "mitigation", "host", "provider",
-        "billing_profile")
+        "billing_profile", "serve_path")
 
 
 def tools_shown(rows: Any) -> Any:
@@ -90,12 +90,14 @@ def is_late(rows: Any) -> Any:
 
 def in_main_matrix(rows: Any) -> Any:
     """The main matrix: a host that closes the agent, tools as the docs show them (the MCP server launched
-    directly). The orphan matrix's rows (an MCP launch variant, a host crash) share a main cell's scenario,
-    offset and tool style, so every table, `compare` and `agree` tell the two apart by this."""
+    directly), the button pressed in-process (no server). The orphan matrix's rows (an MCP launch variant, a host
+    crash) and served rows (harness/trial/serve/) share a main cell's scenario, offset and tool style, so every
+    table, `compare` and `agree` tell them apart by this."""
     if not isinstance(rows, dict):  # a DataFrame: the rule below, row by row
         import pandas as pd
 
         return pd.Series([in_main_matrix(r) for r in rows.to_dict("records")], index=rows.index, dtype=bool)
-    host, launch = rows.get("host"), rows.get("mcp_launch")
+    host, launch, served = rows.get("host"), rows.get("mcp_launch"), rows.get("serve_path")
     return ((host if isinstance(host, str) else "close") == "close"
-            and (launch if isinstance(launch, str) else DEFAULT_LAUNCH) == DEFAULT_LAUNCH)
+            and (launch if isinstance(launch, str) else DEFAULT_LAUNCH) == DEFAULT_LAUNCH
+            and (served if isinstance(served, str) else IN_PROCESS) == IN_PROCESS)

@@ -171,10 +171,12 @@ def write_site(df, raw_dir: Path, out: Path, claims: list[dict[str, Any]], cards
     for card in cards:
         fw = card["framework"]
         folder = folders.get(fw)
-        readme = _source_link(f"adapters/{folder.folder.name}/README.md", out / "frameworks") if folder else None
+        readme_path = f"adapters/{folder.folder.name}/README.md" if folder else ""
+        readme = _source_link(readme_path, out / "frameworks") if folder else None
         page = out / "frameworks" / f"{slug(fw)}.html"
         page.write_text(env.get_template("framework.html.j2").render(
-            **common, root="../", card=card, readme=readme, docs=folder.docs if folder else "",
+            **common, root="../", card=card, readme=readme, readme_path=readme_path,
+            docs=folder.docs if folder else "",
             texts={f"{b['adapter']}|{b['mode']}": texts.get((b["adapter"], b["mode"]), "") for b in card["buttons"]},
             claims=[c for c in claims if c["framework"] == fw], findings=[f for f in listed if f["framework"] == fw]))
         written.append(page)
@@ -325,10 +327,14 @@ def _relative(path: Path, page_dir: Path) -> str:
     return Path(os.path.relpath(path.resolve(), page_dir.resolve())).as_posix()
 
 
-def _source_link(path: str, page_dir: Path) -> str:
+def _source_link(path: str, page_dir: Path) -> str | None:
     """A link to a file of the repository: under STOPBENCH_SOURCE_URL (e.g. the repo's blob URL at the
-    commit, for GitHub Pages) when set, else relative to the page (the site inside the checkout)."""
+    commit, for GitHub Pages) when set, else relative to the page when the site is inside the checkout. A site
+    elsewhere gets none (the page names the file): a path from it to this checkout would make the page depend on
+    where it was written, and break when it moves."""
     base = os.environ.get("STOPBENCH_SOURCE_URL", "").rstrip("/")
     if base:
         return f"{base}/{path}"
+    if not page_dir.resolve().is_relative_to(ROOT.resolve()):
+        return None
     return _relative(ROOT / path, page_dir)

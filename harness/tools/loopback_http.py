@@ -45,7 +45,8 @@ class Answer:
             raise LoopbackHTTPError(f"{self.method} {self.url}: HTTP {self.status_code} {self.text[:300]}")
 
 
-async def _open(method: str, url: str, body: Any, headers: dict[str, str], unless_pressed: StopButton | None = None):
+async def _open(method: str, url: str, body: Any, headers: dict[str, str], unless_pressed: StopButton | None = None,
+                connection: str = "close"):
     parts = urlsplit(url)
     data = b"" if body is _NO_BODY else json.dumps(body).encode()
     target = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -55,7 +56,7 @@ async def _open(method: str, url: str, body: Any, headers: dict[str, str], unles
     except BaseException:  # not sent (the stop button was pressed): nothing was written
         writer.close()
         raise
-    head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+    head = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}", f"Connection: {connection}",
             *(["Content-Type: application/json", f"Content-Length: {len(data)}"] if body is not _NO_BODY else []),
             *(f"{k}: {v}" for k, v in headers.items() if k.lower() != SENT_HEADER.lower()),
             f"{SENT_HEADER}: {sent}"]  # the send time: the head is written at once
@@ -109,25 +110,42 @@ async def stream_lines(url: str) -> AsyncIterator[str]:
     try:
         if status >= 400:
             raise LoopbackHTTPError(f"GET {url}: HTTP {status}")
-        chunked = found.get("transfer-encoding", "").lower() == "chunked"
-        buffer = b""
-        while True:
-            if chunked:
-                size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    return
-                data = await reader.readexactly(size)
-                await reader.readline()  # the CRLF after the chunk
-            else:
-                data = await reader.read(65536)
-                if not data:
-                    return
-            buffer += data
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                yield line.decode().rstrip("\r")
+        async for line in body_lines(reader, found):
+            yield line
     finally:
         writer.close()
+
+
+async def open_stream(url: str, body: Any) -> tuple[int, asyncio.StreamReader, asyncio.StreamWriter,
+                                                     AsyncIterator[str]]:
+    """POST `body` and open the answer as a server-sent event stream: (status, reader, writer, its lines). The
+    caller owns the connection: closing `writer` is a client that goes away. It asks to keep the connection
+    alive, as a browser's fetch does (a server may stop reading a connection that is to close once answered, and
+    then not notice the client leaving)."""
+    status, found, reader, writer = await _open("POST", url, body, {"Accept": "text/event-stream"},
+                                                connection="keep-alive")
+    return status, reader, writer, body_lines(reader, found)
+
+
+async def body_lines(reader: asyncio.StreamReader, found: dict[str, str]) -> AsyncIterator[str]:
+    """An answer's body, line by line as it comes (chunked or to the end of the connection)."""
+    chunked = found.get("transfer-encoding", "").lower() == "chunked"
+    buffer = b""
+    while True:
+        if chunked:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                return
+            data = await reader.readexactly(size)
+            await reader.readline()  # the CRLF after the chunk
+        else:
+            data = await reader.read(65536)
+            if not data:
+                return
+        buffer += data
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            yield line.decode().rstrip("\r")
 
 
 class LoopbackClient:

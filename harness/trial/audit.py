@@ -25,6 +25,8 @@ from harness.trial import activity
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "", None}
 _egress: list[str] = []
+#: descendants of the subject that are the harness's own, not the run's (a CLI's network relay): never counted
+_harness_own: set[int] = set()
 def _is_loopback(host: Any) -> bool:
     if isinstance(host, bytes):
         host = host.decode(errors="replace")
@@ -82,19 +84,52 @@ def _children_of(pid: int) -> list[int]:
     return out
 
 
+def harness_own(pid: int, own: bool = True) -> None:
+    """Say that a descendant of this process is the harness's own (or no longer), so no audit counts it."""
+    (_harness_own.add if own else _harness_own.discard)(pid)
+
+
+#: ... and the processes whose command line names one of these, with their descendants: the browser a served
+#: trial's client presses stop in (harness/trial/serve/browser.py) is the user's, not the run's, and a helper it
+#: double-forks (its crash handler, re-parented to the subject as the subreaper) names the browser's profile folder
+_harness_marks: set[str] = set()
+
+
+def harness_process(pid: int, mark: str) -> None:
+    """Leave `pid` and its descendants, and any process whose command line holds `mark`, out of this process's
+    descendants from now on."""
+    _harness_own.add(pid)
+    _harness_marks.add(mark)
+
+
+def _is_harness_own(pid: int) -> bool:
+    if pid in _harness_own:
+        return True
+    if not _harness_marks:
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(mark in cmdline for mark in _harness_marks)
+
+
 def descendant_pids(pid: int | None = None) -> list[int]:
     """Every live descendant of `pid` (default: this process), from the kernel's per-thread child lists
     (/proc/<pid>/task/<tid>/children): a walk of the tree, not a scan of every process on the machine.
-    Zombies (exited, not yet waited for) are not alive and are left out."""
+    Zombies (exited, not yet waited for) are not alive and are left out, and so are the harness's own processes
+    (`harness_own`, `harness_process`)."""
     if not os.path.exists(f"/proc/self/task/{os.getpid()}/children"):  # kernels without CONFIG_PROC_CHILDREN
         return [c.pid for c in psutil.Process(pid).children(recursive=True)
-                if c.status() != psutil.STATUS_ZOMBIE]
+                if c.status() != psutil.STATUS_ZOMBIE and c.pid not in _harness_own]
     found, stack = [], [pid or os.getpid()]
     while stack:
-        kids = _children_of(stack.pop())
+        kids = [k for k in _children_of(stack.pop()) if not _is_harness_own(k)]
         found += kids
         stack += kids
-    return [p for p in found if running(p)]  # the subject is a subreaper: orphans that exit become its zombies
+    # the subject is a subreaper: orphans that exit become its zombies
+    return [p for p in found if running(p) and p not in _harness_own]
 
 
 def snapshot(exclude_tasks: set | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.contract.adapter import HostHoldings
-from harness.trial.activity import HELD, HELD_TASKS, HELD_THREADS, Work, held_work
+from harness.trial.activity import HELD, HELD_TASKS, HELD_THREADS, Activity, Work, held_work
 from harness.trial.audit import socket_fds
 
 #: the kernel's socket tables of the network namespace: a socket whose inode is listed is a network socket
@@ -38,6 +38,8 @@ def merged(left: dict[str, Any], holdings: HostHoldings | None) -> dict[str, Any
     """The audit's `left_since` with what the adapter process holds added; unchanged without one."""
     if holdings is None:
         return left
+    if holdings.served is not None:
+        return served_merged(left, holdings)
     if not holdings.connected:  # closed: it is no longer the app; what it tried to reach still counts
         return {**left, "egress": [*left["egress"], *holdings.egress]}
     held = holdings.held
@@ -53,6 +55,30 @@ def merged(left: dict[str, Any], holdings: HostHoldings | None) -> dict[str, Any
             "adapter_process": {"pid": holdings.pid, "held": held, "error": holdings.error}}
 
 
+def served_merged(left: dict[str, Any], holdings: HostHoldings) -> dict[str, Any]:
+    """A served trial's server is the app: not a child left behind while it serves; what it left (its threads,
+    tasks, sockets, egress, as its own audit found them) is the run's, beside the subject's."""
+    assert holdings.served is not None
+    theirs = holdings.served["left"]
+
+    def threads(key: str) -> list[dict[str, Any]]:
+        return [{**t, "ident": f"{holdings.pid}:{t['ident']}"} for t in theirs[key]]
+
+    return {**left,
+            "children": [c for c in left["children"] if c["pid"] != holdings.pid],
+            "tasks": [*left["tasks"], *(f"server:{t}" for t in theirs["tasks"])],
+            "threads": [*left["threads"], *threads("threads")],
+            "threads_busy": [*left["threads_busy"], *threads("threads_busy")],
+            "sockets": [*left["sockets"], *({"pid": holdings.pid, **s} for s in theirs["sockets"])],
+            "egress": [*left["egress"], *theirs["egress"]],
+            "server_process": {"pid": holdings.pid, "error": holdings.error}}
+
+
 def work(holdings: HostHoldings | None) -> list[Work]:
-    """The adapter process's scheduled work (none without one)."""
-    return held_work(holdings.held) if holdings is not None else []
+    """The adapter process's (or the server's) scheduled work (none without one)."""
+    if holdings is None:
+        return []
+    if holdings.served is not None:
+        return [Work(w["kind"], f"{w['what']} in the server", Activity(w["activity"]))
+                for w in holdings.served["work"]]
+    return held_work(holdings.held)

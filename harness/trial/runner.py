@@ -25,7 +25,7 @@ from harness.billing import BillingError, parse_billing
 from harness.contract.adapter import Adapter
 from harness.contract.registry import AdapterError
 from harness.owner import stale_workroots, workroot_prefix
-from harness.providers import DEFAULT_PROVIDER, PROVIDERS
+from harness.providers import PROVIDERS
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
 from harness.results.rows import (
@@ -43,6 +43,7 @@ from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
 from harness.trial.concurrency import TRIGGER_TOLERANCE_MS, Concurrency
 from harness.trial.janitor import Janitor
+from harness.trial.serve.paths import IN_PROCESS, ServePathError, serve_path, serving_versions
 from harness.trial.spec import HOSTS, Deadlines, Shard, TrialSpec
 from harness.trial.staleness import adapter_digest, is_current
 from harness.trial.trial import RunningTrial, warm_up
@@ -59,7 +60,9 @@ class RunOptions:
     tool_styles: list[str] = field(default_factory=list)
     mcp_launches: list[str] = field(default_factory=lambda: [DEFAULT_LAUNCH])  # for MCP tools (mcp_launch.py)
     hosts: list[str] = field(default_factory=lambda: ["close"])  # harness/trial/spec.py HOSTS
-    providers: list[str] = field(default_factory=lambda: [DEFAULT_PROVIDER])  # harness/providers.py
+    serve_paths: list[str] = field(default_factory=lambda: [IN_PROCESS])  # harness/trial/serve/paths.py
+    #: harness/providers.py; empty: the adapter's home provider (the first it declares)
+    providers: list[str] = field(default_factory=list)
     #: the billing profile every trial's run plays in place of its scenario's (harness/billing.py); None: the
     #: scenario's
     billing: str | None = None
@@ -96,6 +99,11 @@ class RunOptions:
         for host in self.hosts:
             if host not in HOSTS:
                 raise AdapterError(f"host: {host!r} is none of {', '.join(HOSTS)}")
+        for path in self.serve_paths:
+            try:
+                serve_path(path)
+            except ServePathError as e:
+                raise AdapterError(str(e)) from e
         for name in self.providers:
             if name not in PROVIDERS:
                 raise AdapterError(f"provider: {name!r} is none of {', '.join(PROVIDERS)}")
@@ -116,10 +124,15 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
             raise AdapterError(f"adapter {opts.adapter!r} has no stop mode {m!r} "
                                f"(it has: {', '.join(adapter_cls.stop_modes)})")
     names = opts.scenarios or sorted(s for s in scenarios  # scenarios of the user's own tools: only when asked
-                                     if adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     if (adapter_cls.runs_declared_tools or not scenarios[s].tools)
+                                     and set(scenarios[s].agent_tools) <= set(adapter_cls.agent_tools))
     for s in names:
         if s not in scenarios:
             raise AdapterError(f"unknown scenario {s!r} (known: {', '.join(sorted(scenarios))})")
+        missing = set(scenarios[s].agent_tools) - set(adapter_cls.agent_tools)
+        if missing:
+            raise AdapterError(f"scenario {s!r} scripts calls to an agent's built-in tools "
+                               f"({', '.join(sorted(missing))}); adapter {opts.adapter!r} has none of those")
         if scenarios[s].tools and not adapter_cls.runs_declared_tools:
             raise AdapterError(f"scenario {s!r} scripts calls to its own tools ({', '.join(scenarios[s].tools)}); "
                                f"adapter {opts.adapter!r} brings the harness's tools, not those")
@@ -128,19 +141,21 @@ def plan(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scen
         if st not in adapter_cls.tool_styles:
             raise AdapterError(f"adapter {opts.adapter!r} has no tool style {st!r} "
                                f"(it has: {', '.join(adapter_cls.tool_styles)})")
-    for name in opts.providers:
+    providers = opts.providers or [adapter_cls.providers[0]]
+    for name in providers:
         if name not in adapter_cls.providers:
             raise AdapterError(f"adapter {opts.adapter!r} has no client for provider {name!r} (it declares: "
                                f"{', '.join(adapter_cls.providers)}; `providers` in its framework.toml)")
     specs = []
-    for scenario_name, mode, style, mit, host, provider, rep in itertools.product(
-            names, modes, styles, opts.mitigations, opts.hosts, opts.providers, range(opts.reps)):
+    for scenario_name, mode, style, mit, host, provider, served, rep in itertools.product(
+            names, modes, styles, opts.mitigations, opts.hosts, providers, opts.serve_paths, range(opts.reps)):
         launches = opts.mcp_launches if style == "mcp" else [DEFAULT_LAUNCH]  # only an MCP server is launched
         for offset, launch in itertools.product(opts.offsets or scenarios[scenario_name].offsets, launches):
             if opts.anchors not in ("all", offset.kind):
                 continue
             specs.append(TrialSpec(opts.adapter, mode, scenario_name, offset, style, mit, rep, opts.seed,
-                                   mcp_launch=launch, host=host, provider=provider, billing=opts.billing or ""))
+                                   mcp_launch=launch, host=host, provider=provider, billing=opts.billing or "",
+                                   serve_path=served))
     return take_shard(specs, opts.shard)
 
 
@@ -354,7 +369,9 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "offset_kind": spec.offset.kind, "tool_style": spec.tool_style,
         "mcp_launch": spec.mcp_launch,
         "mitigation": spec.mitigation.name, "host": spec.host, "provider": spec.provider,
-        "rep": spec.rep, "seed": spec.seed, "versions": versions,
+        "serve_path": spec.serve_path,
+        "client_stop": path.client_stop if (path := serve_path(spec.serve_path)) else None,
+        "rep": spec.rep, "seed": spec.seed, "versions": {**versions, **(serving_versions() if path else {})},
         "finished_at": now_iso(), **env, **measured,
     }
 

@@ -15,6 +15,7 @@ from harness.providers import DEFAULT_PROVIDER
 from harness.scenario import DEFAULT_OBSERVE_MS, Offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, tool_label
 from harness.tools.mitigation import Mitigation
+from harness.trial.serve.paths import IN_PROCESS
 
 #: what happens to the app hosting the agent after the stop: it closes the agent (`close`: resume, then
 #: close()), or it dies without cleanup (`crash`: SIGKILL, as a crash, an OOM kill or a deploy restart would)
@@ -70,7 +71,8 @@ class Shard:
 @dataclass(frozen=True)
 class TrialSpec:
     """One cell of the matrix: adapter x mode x scenario x offset x tools (and, for MCP, how the server is
-    launched) x mitigation x host x provider (x a billing profile in place of the scenario's) x repetition."""
+    launched) x mitigation x host x provider (x a billing profile in place of the scenario's) x serving path x
+    repetition."""
 
     adapter: str
     mode: str
@@ -85,6 +87,7 @@ class TrialSpec:
     provider: str = DEFAULT_PROVIDER  # harness/providers.py
     #: the billing profile the world plays in place of the scenario's (harness/billing.py); "" = the scenario's
     billing: str = ""
+    serve_path: str = IN_PROCESS  # harness/trial/serve/paths.py: the server and the client's stop, or none
 
     @property
     def cell(self) -> TrialSpec:
@@ -97,13 +100,14 @@ class TrialSpec:
         return tool_label(self.tool_style, self.mcp_launch)
 
     def trial_id(self, scenario_hash: str) -> str:
-        """The defaults (a direct MCP launch, a host that closes, openai, the scenario's billing) leave the id as it
-        always was."""
+        """The defaults (a direct MCP launch, a host that closes, openai, the scenario's billing, no server) leave the
+        id as it always was."""
         host = "" if self.host == "close" else f"|host:{self.host}"
         provider = "" if self.provider == DEFAULT_PROVIDER else f"|provider:{self.provider}"
         billing = f"|billing:{self.billing}" if self.billing else ""
+        served = "" if self.serve_path == IN_PROCESS else f"|serve:{self.serve_path}"
         return (f"{self.adapter}|{self.mode}|{self.scenario}@{scenario_hash}|{self.offset.text}|"
-                f"{self.tool_label}|{self.mitigation.name}{host}{provider}{billing}|{self.rep}")
+                f"{self.tool_label}|{self.mitigation.name}{host}{provider}{billing}{served}|{self.rep}")
 
 
 @dataclass(frozen=True)

@@ -15,24 +15,25 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.contract.adapter import Adapter, McpServer, NoResume, TrialContext
+from harness.contract.adapter import Adapter, NoResume, TrialContext
 from harness.owner import OWNER_ENV, name_this_process_a_subject, run_marker
-from harness.providers import PROVIDERS
 from harness.scenario import Scenario
-from harness.stop_button import STOP_BUTTON_FILE, StopButton
 from harness.tools.loopback_http import LoopbackClient
-from harness.tools.mcp_launch import server_command
-from harness.tools.toolbox import Toolbox
-from harness.trial import activity, audit, host, priority
+from harness.trial import activity, audit, census, host, priority
+from harness.trial.context import trial_context, trial_toolbox
 from harness.trial.control import ControlStream, pressed
 from harness.trial.marks import MarkBuffer
 from harness.trial.saga import Saga
+from harness.trial.serve.client import READY_S, ServedAdapter
+from harness.trial.serve.paths import serve_path
 from harness.trial.spec import SubjectPlan
 from harness.trial.watchdog import WatchdogPipe
 from harness.vocabulary import AuditPhase, Mark
 
 #: how long the settle step waits before it looks again at a quiet run that still has work scheduled
 WORK_POLL_S = 0.02
+#: how long the framework's usage accounting may take to answer for the stopped run
+USAGE_S = 5.0
 
 
 class Subject:
@@ -46,14 +47,11 @@ class Subject:
         self.own_tasks: set[asyncio.Task] = set()
         self.baseline: dict[str, Any] = {}
         self.t_called: int | None = None
-        run, mitigation = plan.run, plan.spec.mitigation
-        self.saga_log = mitigation.saga_log(run.workdir)
-        self.toolbox = Toolbox(run.services_base_url, key_policy=mitigation.key_policy(run.run_id, run.workdir),
-                               on_attempt=self.saga_log.attempt if self.saga_log else None)
+        self.saga_log, self.toolbox = trial_toolbox(plan)
         self.http: LoopbackClient
         self.marks: MarkBuffer
         self.saga: Saga | None = None
-        self.adapter: Adapter | None = None  # once made: the audits ask it what its own process holds, if any
+        self.adapter: Adapter | ServedAdapter | None = None  # once made: the audits ask what its process holds
 
     # --- plumbing --------------------------------------------------------------------------------
 
@@ -131,16 +129,21 @@ class Subject:
             await self.mark(Mark.SKIPPED, reason=f"{spec.mode} with {spec.tool_style} tools: {why}")
             return
         self.ctx = self._context()
-        adapter = self.adapter = self.adapter_cls(self.ctx)
-        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start)
+        adapter = self.adapter = self._adapter()
+        # a served trial's server is a fresh process that imports its framework (the subject was forked warm)
+        served_s = READY_S if isinstance(adapter, ServedAdapter) else 0.0
+        in_time, err = await self.bounded("start", adapter.launch(), deadlines.start + served_s)
         if err is not None or not in_time:  # the app never got ready: the trial fails in its start step
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
             await self._close(adapter)
             return
         run_started = time.monotonic_ns()
-        await self.mark(Mark.RUN_STARTED, t=run_started)
+        served = {"serve_path": spec.serve_path} if isinstance(adapter, ServedAdapter) else {}
+        await self.mark(Mark.RUN_STARTED, t=run_started, **served)
         in_time, err = await self.bounded("start", adapter.start(), deadlines.start)
+        for pid in adapter.apparatus():  # the harness's own, not the run's: no audit counts them
+            audit.harness_own(pid)
         if err is not None or not in_time:
             if err is not None:
                 await self.mark(Mark.ERROR, step="start", error=_describe(err))
@@ -172,6 +175,7 @@ class Subject:
         # told to the parent first, with a plain write: a stop() that blocks the loop never lets the mark post
         self.watchdog.stop_called(t_called, control.anchor if control else {})
         stopping = self.own(adapter.stop())  # pressed first; the mark is posted while it runs
+        counting = self.own(census.census(t_called, self._post_census)) if self.adapter_cls.census else None
         called = {**(control.anchor if control else {}),
                   **({"hold_until_handled": True} if adapter.notifies_stop_handled else {})}
         called_mark = self.own(self._mark_after_yield(Mark.STOP_CALLED, t_called, called))
@@ -199,9 +203,12 @@ class Subject:
         # --- settle, audit, resume --------------------------------------------------------------
         await self._saga(Mark.SAGA)
         await self._settle(Mark.SETTLE, since_ns=t_called)
+        if counting is not None:  # its last count fell inside the observation (census_floor_ms): done by now
+            await counting
         if await self._saga(Mark.SAGA_LATE):
             await self._settle(Mark.SETTLE_SAGA, since_ns=t_called)
         await self.audit(AuditPhase.AFTER_STOP)
+        await self._reported_usage(adapter)
         if spec.host == "crash":  # the app dies here without cleanup: no resume, no close()
             await self.enter(Mark.HOST_CRASH, self.deadlines.close)
             await asyncio.sleep(self.deadlines.close)  # the parent SIGKILLs this process meanwhile
@@ -218,7 +225,7 @@ class Subject:
         self.watchdog.done()
         _wait_for_parent()
 
-    async def _resume(self, adapter: Adapter) -> None:
+    async def _resume(self, adapter: Adapter | ServedAdapter) -> None:
         if not self.adapter_cls.has_resume():
             await self.mark(Mark.RESUME_ABSENT)
             return
@@ -235,12 +242,33 @@ class Subject:
         await self._settle(Mark.SETTLE_RESUME, since_ns=t_returned)
         await self.audit(AuditPhase.AFTER_RESUME)
 
-    async def _close(self, adapter: Adapter) -> None:
+    async def _reported_usage(self, adapter: Adapter) -> None:
+        """Ask the framework's usage for the stopped run (bounded: a framework that cannot say is None)."""
+        try:
+            tokens = await asyncio.wait_for(adapter.reported_usage(), USAGE_S)
+        except (Exception, TimeoutError) as e:
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=_describe(e))
+            return
+        if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+            await self.mark(Mark.USAGE_REPORTED, output_tokens=None, error=f"not a token count: {tokens!r}")
+            return
+        await self.mark(Mark.USAGE_REPORTED, output_tokens=tokens)
+
+    async def _close(self, adapter: Adapter | ServedAdapter) -> None:
         in_time, err = await self.bounded("close", adapter.close(), self.deadlines.close)
         if in_time:
             await self.mark(Mark.CLOSED, error=_describe(err) if err else None)
         await _children_settle(self.deadlines.grace / 3)
         await self.audit(AuditPhase.AFTER_CLOSE)
+
+    async def _post_census(self, after_s: float, t: int, processes: list[dict[str, Any]]) -> None:
+        await self.mark(Mark.CENSUS, t=t, after_s=after_s, processes=processes)
+
+    def _observe_ms(self, step: str) -> float:
+        """The observation floor of a settle step: the plan's, and after the stop at least the census's."""
+        if step == Mark.SETTLE and self.adapter_cls.census:
+            return max(self.plan.observe_ms, census.census_floor_ms())
+        return self.plan.observe_ms
 
     async def _saga(self, step: str) -> int:
         """The saga mitigation's hook: compensate what committed after the stop and is not yet undone."""
@@ -261,7 +289,7 @@ class Subject:
         at least the observation floor after `since_ns` (the stop, or resume returning). Still not over at the
         deadline = a runaway: the mark says `quiet: false`, what was still scheduled, and the deadline, where
         the row's counts are cut (harness/results/metrics.py)."""
-        floor_ms = max(0.0, (since_ns + self.plan.observe_ms * 1e6 - time.monotonic_ns()) / 1e6)
+        floor_ms = max(0.0, (since_ns + self._observe_ms(step) * 1e6 - time.monotonic_ns()) / 1e6)
         seconds = self.deadlines.settle + floor_ms / 1000
         await self.enter(step, seconds + WORK_POLL_S)
         deadline_at = time.monotonic_ns() + int(seconds * 1e9)
@@ -298,22 +326,20 @@ class Subject:
             error = "CancelledError"
         elif job.exception() is not None:
             error = _describe(job.exception())
-        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error)
+        status = self.adapter.exit_status() if self.adapter is not None else None
+        await self.mark(Mark.JOB_ENDED, t=job_end.get("t"), error=error,
+                        **({"exit_status": status} if status is not None else {}))
         return error
 
+    def _adapter(self) -> Adapter | ServedAdapter:
+        """The adapter in this process, or (a served trial) the client of a server that hosts it."""
+        path = serve_path(self.spec.serve_path)
+        if path is None:
+            return self.adapter_cls(self.ctx)
+        return ServedAdapter(self.ctx, self.plan, self.scenario, path, self.adapter_cls, self.own)
+
     def _context(self) -> TrialContext:
-        spec, run = self.spec, self.plan.run
-        command, args = server_command(spec.mcp_launch, ["--run-url", run.services_base_url,
-                                                        *spec.mitigation.mcp_server_args(run.workdir, run.run_id)])
-        mcp = McpServer(command=command, args=tuple(args), env={OWNER_ENV: run_marker(run.run_id, os.getppid())})
-        return TrialContext(
-            run_id=run.run_id, scenario=self.scenario, model_base_url=run.model_base_url,
-            services_base_url=run.services_base_url, model_name=PROVIDERS[spec.provider].model_name,
-            mode=spec.mode, tool_style=spec.tool_style, toolbox=self.toolbox, mcp=mcp, workdir=run.workdir,
-            seed=spec.seed, provider=spec.provider,
-            stop_button=StopButton(run.workdir / STOP_BUTTON_FILE),  # there if the agent shares it (ctx.mcp.asking)
-            stop_handled=self._stop_handled,
-        )
+        return trial_context(self.plan, self.scenario, self.toolbox, os.getppid(), self._stop_handled)
 
     def _stop_handled(self, t: int) -> None:
         """An adapter process handled the stop at `t`: the world hears it at once (it holds the anchor until then)."""

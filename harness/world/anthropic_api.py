@@ -78,14 +78,28 @@ def _refuse(message: str) -> None:
     raise InvalidRequest(message, error_body("invalid_request_error", message))
 
 
+def mcp_tool_names(body: dict[str, Any]) -> dict[str, str]:
+    """Tool name -> the name a request offers it under when an MCP client prefixes it with its server
+    (`mcp__<server>__<tool>`, as Claude Code names an MCP server's tools): a model calls the tool by the name it was
+    offered. A tool also offered under its bare name keeps it."""
+    offered = [t["name"] for t in body.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    found: dict[str, str] = {}
+    for name in offered:
+        prefix, _, tool = name.rpartition("__")
+        if prefix.startswith("mcp__") and tool and tool not in offered:
+            found.setdefault(tool, name)
+    return found
+
+
 def _usage(prompt: int, output: int) -> dict[str, Any]:
     return {"input_tokens": prompt, "output_tokens": output, "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0}
 
 
-def _blocks(answer: Answer) -> list[dict[str, Any]]:
+def _blocks(answer: Answer, names: dict[str, str]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": answer.text}] if answer.text else []
-    blocks += [{"type": "tool_use", "id": c, "name": n, "input": json.loads(a)} for c, n, a in answer.calls]
+    blocks += [{"type": "tool_use", "id": c, "name": names.get(n, n), "input": json.loads(a)}
+               for c, n, a in answer.calls]
     return blocks
 
 
@@ -105,13 +119,15 @@ async def messages(run: Run, body: dict[str, Any], raw: bytes, conn: Connection)
     model = str(body.get("model", "scripted"))
     ptoks = prompt_tokens(raw)
     stop_reason = "tool_use" if answer.calls else "end_turn"
+    names = mcp_tool_names(body)
     run.request_opened()
     try:
         if not r.stream:
             tokens, done = await generate(run, req, answer, no_emit, None, reset)
             if fault is not None and not done:
                 return await drop_plain(run, req, fault, tokens, conn)
-            await conn.send_json(200, _message(run, req, model, _blocks(answer), stop_reason, _usage(ptoks, tokens)))
+            content = _blocks(answer, names)
+            await conn.send_json(200, _message(run, req, model, content, stop_reason, _usage(ptoks, tokens)))
             run.record(Event.RESPONSE_DONE, req=req, tokens=tokens, complete=True)
             return
         await conn.start_sse()
@@ -134,7 +150,8 @@ async def messages(run: Run, body: dict[str, Any], raw: bytes, conn: Connection)
                     await event({"type": "content_block_stop", "index": index(piece) - 1})
                 call_id, name, _ = answer.calls[piece.call]
                 await event({"type": "content_block_start", "index": index(piece),
-                             "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}})
+                             "content_block": {"type": "tool_use", "id": call_id, "name": names.get(name, name),
+                                               "input": {}}})
                 if not piece.text:
                     return
             delta = {"type": "text_delta", "text": piece.text} if piece.kind == "text" else \

@@ -213,7 +213,7 @@ class WorldApp:
         run = Run(run_id, scenario, seed, offset, time.monotonic_ns(), billing)
         self.world.runs[run_id] = run
         run.record(Event.RUN_CREATED, scenario=scenario.name, seed=seed, anchor=offset.text if offset else None,
-                   billing=billing.name)
+                   billing=billing.name, model_rule=scenario.model_rule.name)
         base = f"{self.host_url}/runs/{run_id}"
         # the Anthropic and Gemini SDKs add their API's version to the base URL themselves
         return {"run_id": run_id, "model_base_url": f"{base}/v1", "services_base_url": base,

@@ -2,7 +2,9 @@
 Chat Completions and Responses, streamed and not (Anthropic and Gemini: anthropic_api.py, gemini_api.py).
 
 The scenario decides the answer; the request only decides which turn (by counting the tool results
-it already carries). One token = one delta; each is stamped in the ledger as it is generated. What a
+it already carries), and, under the scenario's model rule (harness/model_rule.py), whether a result that reads as
+interrupted or as an error makes the model ask for the same call again first. One token = one delta; each is
+stamped in the ledger as it is generated. What a
 stream still generates after its client went away is the run's billing profile (harness/billing.py); a
 non-streaming answer is generated in full.
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.clock import sleep_until_ns
+from harness.model_rule import ToolResult, reads_as_failed
 from harness.scenario import Fault, Scenario, Turn
 from harness.tools.catalogue import TOOL_NAMES
 from harness.vocabulary import Event
@@ -60,14 +63,10 @@ def plan_answer(scenario: Scenario, turn_index: int, run_id: str, seed: int) -> 
         words = ["Done."]
     for i, w in enumerate(words):
         pieces.append(Piece("text", w if i == 0 else " " + w))
-    calls = []
-    for j, call in enumerate(turn.tool_calls):
-        call_id = scripted_call_id(run_id, turn_index, j)
-        args = json.dumps(call.arguments)
-        calls.append((call_id, call.name, args))
-        pieces.append(Piece("call", call=j))
-        pieces.extend(Piece("args", args[k:k + ARG_CHUNK], j) for k in range(0, len(args), ARG_CHUNK))
-    return Answer(turn_index, "".join(p.text for p in pieces if p.kind == "text"), tuple(calls), tuple(pieces))
+    calls = tuple((scripted_call_id(run_id, turn_index, j), call.name, json.dumps(call.arguments))
+                  for j, call in enumerate(turn.tool_calls))
+    pieces.extend(call_pieces(calls))
+    return Answer(turn_index, "".join(p.text for p in pieces if p.kind == "text"), calls, tuple(pieces))
 
 
 def scripted_call_id(run_id: str, turn: int, n: int) -> str:
@@ -84,6 +83,28 @@ def as_answer_call(answer: Answer, tool: str, parameter: str, run_id: str) -> An
     pieces = (Piece("call", fragments[0]), *(Piece("args", f) for f in fragments[1:]))
     call = (f"call_{run_id}_{answer.turn}_answer", tool, "".join(fragments))
     return Answer(answer.turn, "", (call,), pieces)
+
+
+def retry_call_id(run_id: str, turn: int, n: int) -> str:
+    """The id of the call the model asks for again in place of scripted call (turn, n): named after it, once."""
+    return f"{scripted_call_id(run_id, turn, n)}_again"
+
+
+def call_pieces(calls: tuple[tuple[str, str, str], ...]) -> tuple[Piece, ...]:
+    """Tool calls as tokens: each call's header, then its arguments in ARG_CHUNK-character chunks."""
+    pieces: list[Piece] = []
+    for j, (_, _, args) in enumerate(calls):
+        pieces.append(Piece("call", call=j))
+        pieces.extend(Piece("args", args[k:k + ARG_CHUNK], j) for k in range(0, len(args), ARG_CHUNK))
+    return tuple(pieces)
+
+
+def plan_retry(scenario: Scenario, turn: int, again: list[tuple[int, int]], run_id: str) -> Answer:
+    """The model's answer when results it was shown read as failed: the same calls again (name and arguments of
+    scripted calls (t, n)), under ids of their own, and no text."""
+    calls = tuple((retry_call_id(run_id, t, n), scenario.turns[t].tool_calls[n].name,
+                   json.dumps(scenario.turns[t].tool_calls[n].arguments)) for t, n in again)
+    return Answer(turn, "", calls, call_pieces(calls))
 
 
 def tokens_per_turn(scenario: Scenario) -> list[int]:
@@ -111,6 +132,63 @@ def count_tool_results(api: str, body: dict[str, Any], run: Run) -> int:
     if isinstance(prev, str):
         n += run.responses.get(prev, 0)
     return n
+
+
+def _text(content: Any) -> str:
+    """A tool result's content as text: a string, or the text of its parts (a list of blocks or strings)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_text(p.get("text", p.get("content")) if isinstance(p, dict) else p) for p in content)
+    return "" if content is None else json.dumps(content, default=str)
+
+
+def read_tool_results(api: str, body: dict[str, Any]) -> list[ToolResult]:
+    """The tool results a request carries, as its API writes them: the call each answers and what it says (a
+    Responses request continuing from a previous response carries only its new ones)."""
+    if api == "anthropic":
+        return [ToolResult(b.get("tool_use_id"), _text(b.get("content")), b.get("is_error") is True)
+                for m in body.get("messages") or [] if isinstance(m, dict) and isinstance(m.get("content"), list)
+                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    if api == "gemini":  # Gemini's convention: the response object holds `output`, or `error` when the call failed
+        return [ToolResult(r.get("id"), _text(r.get("response")),
+                           isinstance(r.get("response"), dict) and "error" in r["response"])
+                for c in body.get("contents") or [] if isinstance(c, dict) and isinstance(c.get("parts"), list)
+                for p in c["parts"] if isinstance(p, dict) and isinstance(r := p.get("functionResponse"), dict)]
+    if api == "chat":
+        return [ToolResult(m.get("tool_call_id"), _text(m.get("content"))) for m in body.get("messages") or []
+                if isinstance(m, dict) and m.get("role") == "tool"]
+    items = body.get("input")
+    return [ToolResult(m.get("call_id"), _text(m.get("output"))) for m in items if isinstance(m, dict)
+            and m.get("type") == "function_call_output"] if isinstance(items, list) else []
+
+
+def scripted_call(run: Run, call_id: Any) -> tuple[int, int] | None:
+    """(turn, n) of the scripted call an id names, or None (an id the world did not give, or a retry's)."""
+    m = re.fullmatch(re.escape(f"call_{run.run_id}_") + r"(\d+)_(\d+)", call_id) if isinstance(call_id, str) else None
+    if m is None:
+        return None
+    t, n = int(m.group(1)), int(m.group(2))
+    return (t, n) if t < len(run.scenario.turns) and n < len(run.scenario.turns[t].tool_calls) else None
+
+
+def is_retry_result(run: Run, result: ToolResult) -> bool:
+    return isinstance(result.call_id, str) and result.call_id.startswith(f"call_{run.run_id}_") \
+        and result.call_id.endswith("_again")
+
+
+def calls_to_ask_again(run: Run, results: list[ToolResult], raw: bytes) -> list[tuple[int, int]]:
+    """Under a rule that retries: the scripted calls whose result in this request reads as failed and that the
+    model has not asked for again yet (the request mentions no call of that retry's id), in order, each once."""
+    if not run.scenario.model_rule.retries_failed_results:
+        return []
+    again: list[tuple[int, int]] = []
+    for result in results:
+        call = scripted_call(run, result.call_id)
+        if call is not None and call not in again and reads_as_failed(result) \
+                and retry_call_id(run.run_id, *call).encode() not in raw:
+            again.append(call)
+    return again
 
 
 def count_echoed_calls(messages: Any, run: Run) -> int:
@@ -246,25 +324,37 @@ class Request:
     answer: Answer
     stream: bool
     fault: Fault | None  # what the provider does instead of answering (scripted), or None
+    tool_results: int = 0  # the scripted calls the request carries results of (what decided its turn)
 
 
 async def new_request(run: Run, api: str, body: dict[str, Any], raw: bytes) -> Request:
     """Record the request; hold it at the stop anchor (its own, or a fault's that came before it)."""
     req = run.next_id()
-    results = count_tool_results(api, body, run)
+    shown = read_tool_results(api, body)
+    # a retried call's result answers no scripted call: the script moves on by the others
+    results = count_tool_results(api, body, run) - sum(is_retry_result(run, r) for r in shown)
     turn = run.scenario.turn_for(results)
     stream = bool(body.get("stream"))
-    answer = plan_answer(run.scenario, turn, run.run_id, run.seed)
+    again = calls_to_ask_again(run, shown, raw)
+    answer = plan_retry(run.scenario, turn, again, run.run_id) if again else \
+        plan_answer(run.scenario, turn, run.run_id, run.seed)
     tool = answer_tool(body, run.scenario) if api == "chat" and not answer.calls and answer.pieces else None
     extra: dict[str, Any] = {}
     if tool is not None:
         answer = as_answer_call(answer, *tool, run.run_id)
         extra["answer_tool"] = tool[0]
+    if again:
+        extra["asked_again"] = [c for c, _, _ in answer.calls]
     run.record(Event.LLM_REQUEST, req=req, api=api, stream=stream, turn=turn, tool_results=results,
                prompt_tokens=prompt_tokens(raw), **extra)
+    failed = {r.call_id: r.text for r in shown}
+    for (t, n), (call_id, name, _) in zip(again, answer.calls if again else (), strict=True):
+        original = scripted_call_id(run.run_id, t, n)
+        run.record(Event.TOOL_RETRY_ASKED, req=req, call_id=original, retry_id=call_id, tool=name,
+                   result=failed.get(original, "")[:200], rule=run.scenario.model_rule.name)
     if run.count(Event.LLM_REQUEST) or run.model_frozen:
         await run.hold_for_stop(f"req {req}")
-    return Request(req, answer, stream, faults.next_fault(run, turn))
+    return Request(req, answer, stream, faults.next_fault(run, turn), results)
 
 
 # ----- Chat Completions -----------------------------------------------------------------------------
@@ -357,7 +447,20 @@ def _responses_usage(prompt: int, completion: int) -> dict[str, Any]:
             "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
 
 
-def _output_items(run: Run, req: int, answer: Answer) -> list[dict[str, Any]]:
+def tool_namespaces(body: dict[str, Any]) -> dict[str, str]:
+    """Tool name -> the namespace a Responses request offers it in (`{"type": "namespace", "name": "mcp__world",
+    "tools": [...]}`, as Codex CLI offers MCP tools): a call of such a tool names its namespace, or the client does
+    not know where to send it."""
+    found: dict[str, str] = {}
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            for inner in tool.get("tools") or []:
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    found.setdefault(inner["name"], tool["name"])
+    return found
+
+
+def _output_items(run: Run, req: int, answer: Answer, namespaces: dict[str, str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if answer.text:
         items.append({"type": "message", "id": f"msg_{run.run_id}_{req}", "role": "assistant",
@@ -366,7 +469,8 @@ def _output_items(run: Run, req: int, answer: Answer) -> list[dict[str, Any]]:
                                    "logprobs": []}]})
     for j, (call_id, name, args) in enumerate(answer.calls):
         items.append({"type": "function_call", "id": f"fc_{run.run_id}_{req}_{j}", "call_id": call_id,
-                      "name": name, "arguments": args, "status": "completed"})
+                      "name": name, "arguments": args, "status": "completed",
+                      **({"namespace": namespaces[name]} if name in namespaces else {})})
     return items
 
 
@@ -414,10 +518,10 @@ async def responses(run: Run, body: dict[str, Any], raw: bytes, conn: Connection
     if fault is not None and fault.status is not None:
         return await faults.send_error(run, req, fault, conn)
     reset = None if fault is None else fault.reset_after_tokens
-    run.responses[f"resp_{run.run_id}_{req}"] = count_tool_results("responses", body, run)
+    run.responses[f"resp_{run.run_id}_{req}"] = r.tool_results
     asked = tuple(c for c, _, _ in answer.calls)
     ptoks = prompt_tokens(raw)
-    items = _output_items(run, req, answer)
+    items = _output_items(run, req, answer, tool_namespaces(body))
     run.request_opened()
     try:
         if not stream:

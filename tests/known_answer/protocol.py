@@ -86,14 +86,22 @@ class BadWaitAnswer(_Process):
 
 
 class BadCapabilities(_Process):
-    """Declares a stop mode its declaration (here: the class's stop_modes) does not have."""
+    """Says back a stop mode its declaration (here: the class's stop_modes) does not have."""
 
     name = "known-protocol-bad-capabilities"
     command = _command("bad-capabilities", name)
 
 
+class OwnText(_Process):
+    """Says back its stop mode with a text of its own, not the declaration's."""
+
+    name = "known-protocol-own-text"
+    command = _command("own-text", name)
+
+
 class _Signalled(_Process):
     stop_modes = {"sigterm": "SIGTERM to the app"}
+    stop_signals = {"sigterm": "SIGTERM"}
     resume_primitive = "none, it turns out"
 
 

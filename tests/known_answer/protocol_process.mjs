@@ -1,27 +1,23 @@
 // Adapter processes of known, deliberate behaviour, speaking the adapter protocol by hand (no kit): the harness's
 // side (harness/contract/protocol.py) must report exactly what each one plants. Node built-ins only, and
 // stopbench-tools' audit and tools by path, so the core tests need no npm install.
-//   node protocol_process.mjs BEHAVIOUR NAME
+//   node protocol_process.mjs BEHAVIOUR NAME (its name is in the declaration the harness hands over)
 import { spawn } from "node:child_process";
 import net from "node:net";
 import { createInterface } from "node:readline";
 import { egress, held } from "../../js/stopbench-tools/audit.mjs";
 import { Toolbox } from "../../js/stopbench-tools/tools.mjs";
 
-const [behaviour, name] = process.argv.slice(2);
+const [behaviour] = process.argv.slice(2);
 const EMAIL = { to: "ops@example.com", subject: "leak", body: "sent after stop" };
 const POST = { channel: "#ops", text: "still here" };
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
 
-const signalled = behaviour.startsWith("sigterm-");
-const stopModes = signalled ? { sigterm: { primitive: "SIGTERM to the app", signal: "SIGTERM" } }
-  : { cancel: { primitive: "end the job" } };
-if (behaviour === "bad-capabilities") stopModes.abort = { primitive: "a mode its declaration does not have" };
-send({
-  method: "capabilities",
-  params: { protocol: 1, name, stop_modes: stopModes, resume_primitive: signalled ? "none, it turns out" : "",
-            tool_styles: ["async"], unsupported: {} },
-});
+// the declaration the harness hands over (here the known-answer class's attributes), said back as capabilities
+const { declared_in: _, ...declared } = JSON.parse(process.env.STOPBENCH_DECLARATION);
+if (behaviour === "bad-capabilities") declared.stop_modes.abort = { primitive: "a mode its declaration does not have" };
+if (behaviour === "own-text") declared.stop_modes.cancel.primitive = "its own words for the mode"; // a copy drifted
+send({ method: "capabilities", params: { protocol: 1, ...declared } });
 if (behaviour === "sigterm-exits") process.on("SIGTERM", () => process.exit(0)); // the app ends on the signal
 if (behaviour === "sigterm-emails") {
   // the app's handler sends one email, ends the job, then says it stopped

@@ -13,22 +13,21 @@ function busy(ms) {
 }
 
 serve({
-  capabilities: {
-    name: "known-protocol-slow-delivery",
-    stop_modes: { abort: { primitive: "AbortController.abort() on the request streaming the answer" } },
-    resume_primitive: "",
-    tool_styles: ["async"],
-    unsupported: {},
+  stops: {
+    abort() {
+      this.controller.abort();
+    },
   },
   async start(ctx) {
     this.controller = new AbortController();
+    this.chunks = 0;
     const body = JSON.stringify({ model: ctx.model_name, stream: true,
                                   messages: [{ role: "user", content: ctx.prompt }] });
     this.job = new Promise((resolve, reject) => {
       const request = http.request(`${ctx.model_base_url}/chat/completions`, {
         method: "POST", headers: { "content-type": "application/json" }, signal: this.controller.signal,
       }, (response) => {
-        response.on("data", () => {}); // read every token
+        response.on("data", () => { this.chunks += 1; }); // read every token
         response.on("end", resolve);
         response.on("error", reject);
       });
@@ -38,8 +37,8 @@ serve({
     });
   },
   isCancel: (e) => e?.name === "AbortError",
-  async stop() {
-    this.controller.abort();
+  async reportedUsage() {
+    return this.chunks; // its usage account: a token per chunk it read
   },
   async close() {},
   versions() {
