@@ -316,3 +316,17 @@ def test_a_tokens_time_is_kept_to_the_microsecond_and_every_other_events_to_the_
     assert [e["t"] for e in record["events"]] == kept
     append_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz", "t1", "r1", events)
     assert list(read_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz")) == [record]
+
+
+def test_an_evidence_file_reads_its_token_times_in_the_unit_it_was_written_in(tmp_path, monkeypatch):
+    """A file keeps its token unit (token_time_ns) in its metadata: one written at another unit reads as written."""
+    events = [{"t": 1_000_000_123, "event": "mark", "name": "run_started"},
+              {"t": 1_000_204_999, "event": "token", "req": 1, "i": 0},
+              {"t": 1_000_215_000, "event": "token", "req": 1, "i": 1},
+              {"t": 1_000_300_007, "event": "effect_received", "kind": "email"}]
+    path = tmp_path / "fw.parquet"
+    monkeypatch.setattr(dataset, "TOKEN_TIME_NS", 10_000)
+    dataset.write_evidence(path, [{"trial_id": "t1", "run_id": "r1", "events": events}])
+    monkeypatch.undo()
+    (record,) = dataset.read_evidence(path)
+    assert [e["t"] for e in record["events"]] == [1_000_000_123, 1_000_200_000, 1_000_220_000, 1_000_300_007]

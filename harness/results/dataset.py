@@ -161,7 +161,8 @@ def _int_or_none(v: Any) -> int | None:
 #: a token's time is kept to the microsecond (every other event's to the nanosecond): a token's nanoseconds are the
 #: machine's scheduling noise around its slot (harness/world/model_api.py `Pacer`), about 10 of the 20 bits its
 #: gap takes, and tokens are nine events in ten; no published row's measured field moves when they are rounded
-#: (`stopbench rederive` derives every one the same)
+#: (`stopbench rederive` derives every one the same). Not coarser: at 10 µs one published trial's tokens_after_stop
+#: moves (a token 150 ns after the stop rounds to 3 µs before it). A file keeps its unit (`token_time_ns`) and is read in it.
 TOKEN_TIME_NS = 1000
 TOKEN = "token"
 
@@ -228,11 +229,13 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    file_metadata(path, "evidence")
+    unit = file_metadata(path, "evidence").get("token_time_ns")
+    if type(unit) is not int or unit < 1:
+        raise DatasetError(f"{path}: token_time_ns {unit!r} is not a positive whole number of nanoseconds")
     table = pq.read_table(path)
     if run_ids is not None:
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
-    times = _times(table)
+    times = _times(table, unit)
     cols = {name: table.column(name).to_pylist() for name in ("record", "trial_id", "run_id", "event", "req", "i",
                                                                "rest", "extra")}
     record: dict[str, Any] | None = None
@@ -260,9 +263,10 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
         yield record
 
 
-def _times(table) -> list[int]:
+def _times(table, unit: int) -> list[int]:
     """Each event's time (`write_evidence`'s gaps summed): per record, the first line's time, then a running sum of
-    the token gaps (in TOKEN_TIME_NS) and one of the other gaps (in ns), both from the first line's time."""
+    the token gaps (in `unit` ns: the file's token_time_ns) and one of the other gaps (in ns), both from the first
+    line's time."""
     import numpy as np
 
     gaps = table.column("dt").fill_null(0).to_numpy()
@@ -282,7 +286,7 @@ def _times(table) -> list[int]:
     sums -= np.repeat(sums[starts] - steps[order][starts], np.diff(np.append(starts, n)))
     running = np.empty(n, dtype=np.int64)
     running[order] = sums
-    times = np.where(token, (t0 // TOKEN_TIME_NS + running) * TOKEN_TIME_NS, t0 + running)
+    times = np.where(token, (t0 // unit + running) * unit, t0 + running)
     return np.where(is_first, gaps, times).tolist()
 
 
