@@ -162,7 +162,8 @@ def _int_or_none(v: Any) -> int | None:
 #: machine's scheduling noise around its slot (harness/world/model_api.py `Pacer`), about 10 of the 20 bits its
 #: gap takes, and tokens are nine events in ten; no published row's measured field moves when they are rounded
 #: (`stopbench rederive` derives every one the same). Not coarser: at 10 µs one published trial's tokens_after_stop
-#: moves (a token 150 ns after the stop rounds to 3 µs before it). A file keeps its unit (`token_time_ns`) and is read in it.
+#: moves (a token 150 ns after the stop rounds to 3 µs before it). A file keeps its unit (`token_time_ns`) and is
+#: read in it.
 TOKEN_TIME_NS = 1000
 TOKEN = "token"
 
