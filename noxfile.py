@@ -24,7 +24,7 @@ from harness.providers import OTHER_PROVIDERS_ANCHORS  # noqa: E402 (stdlib only
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["bench", "report"]
+nox.options.sessions = ["bench", "publish", "report"]
 nox.options.reuse_existing_virtualenvs = True
 
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in discover(ROOT)}
@@ -111,6 +111,7 @@ def tests(session: nox.Session, suite: str) -> None:
 def bench(session: nox.Session, adapter: str) -> None:
     """Every stop mode x scenario x offset x tool style x repetition for one framework (and its variants)."""
     install_framework(session, adapter)
+    session.install("pyarrow>=16")  # the published rows (Parquet) say which trials are done already
     if session.posargs:  # a partial run by hand: just that
         session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                     *SELECT, *session.posargs, **RUN_ENDS)
@@ -147,7 +148,7 @@ def bench(session: nox.Session, adapter: str) -> None:
 def history(session: nox.Session, adapter: str, release: str) -> None:
     """One release of a framework's version history: its own environment (framework.toml `[history]`), the
     history matrix into results/history/<framework>/<release>/; `nox -s report` draws the history pages."""
-    session.install("-e", ".", *FRAMEWORKS[adapter].install_args(release))
+    session.install("-e", ".", "pyarrow>=16", *FRAMEWORKS[adapter].install_args(release))
     session.run("stopbench", "run", "--adapter", adapter, *HISTORY_MATRIX, "--reps", REPS, "--jobs", JOBS,
                 "--out", f"{HISTORY}/{adapter}/{release}", *SHARD, *session.posargs, **RUN_ENDS)
     session.run("stopbench", "reap", "--check")
@@ -184,6 +185,16 @@ def report(session: nox.Session) -> None:
     session.run("stopbench", "report", *(session.posargs or [RESULTS]))
     if not session.posargs:  # the published rows: the adapter READMEs' measured blocks are rewritten from them
         session.run("python", "-m", "harness.results.readme_blocks", "--update", RESULTS)
+
+
+@nox.session
+def publish(session: nox.Session) -> None:
+    """The run's JSON Lines (results/ and results/history) compacted into the published dataset (Parquet and
+    dataset.json: what is committed); `-- DIR` for another folder."""
+    install_framework(session, CORE, "report")
+    for folder in session.posargs or [RESULTS, HISTORY]:
+        if Path(folder).is_dir():
+            session.run("stopbench", "publish", folder)
 
 
 @nox.session

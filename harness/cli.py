@@ -15,6 +15,7 @@ import harness
 from harness.billing import FORMS
 from harness.contract.registry import AdapterError
 from harness.providers import PROVIDERS
+from harness.results.dataset import DatasetError
 from harness.results.repetitions import DEFAULT_REPS_RULE, REPS_RULES
 from harness.scenario import ANCHOR_KINDS, DEFAULT_OBSERVE_MS, DEFAULT_SCENARIOS_DIR, MAX_OBSERVE_MS, ScenarioError
 from harness.tools.mcp_launch import LAUNCHES
@@ -265,6 +266,28 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from harness.results.publish import PublishError, check, publish
+
+    folder = Path(args.dir)
+    if args.check:
+        problems = check(folder)
+        for problem in problems:
+            print(f"stopbench publish: {problem}", file=sys.stderr)
+        return 2 if problems else 0
+    try:
+        done = publish(folder, Path(args.to) if args.to else None)
+    except PublishError as e:
+        raise UsageError(str(e)) from e
+    for path in [*done.written, done.manifest]:
+        print(path)
+    if args.remove_working:
+        for path in done.working:
+            path.unlink()
+            print(f"removed {path} (the dataset holds its rows)", file=sys.stderr)
+    return 0
+
+
 def cmd_timeline(args: argparse.Namespace) -> int:
     from harness.results.evidence import find_trial, timeline
 
@@ -426,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
     r.set_defaults(func=cmd_run)
 
-    rp = sub.add_parser("report", help="tables and plots from DIR/raw/*.jsonl")
+    rp = sub.add_parser("report", help="tables and plots from DIR/raw/ (JSON Lines, or the published dataset)")
     rp.add_argument("dir", nargs="?", default="results")
     rp.add_argument("--to", help="write the report here (default: DIR)")
     rp.set_defaults(func=cmd_report)
@@ -479,6 +502,15 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("out", help="the result folder to merge into (created if needed)")
     mg.add_argument("sources", nargs="+", help="result folders with raw/")
     mg.set_defaults(func=cmd_merge)
+
+    pb = sub.add_parser("publish", help="compact a run's JSON Lines (rows and evidence) into the published dataset: "
+                        "Parquet files and dataset.json")
+    pb.add_argument("dir", help="a result folder (with raw/), or a tree of them (results/history)")
+    pb.add_argument("--to", help="the dataset folder to write (default: DIR itself, next to the JSON Lines)")
+    pb.add_argument("--remove-working", action="store_true", help="then delete the JSON Lines the dataset now holds "
+                    "(once every file written reads back as they do)")
+    pb.add_argument("--check", action="store_true", help="only check DIR's dataset against its manifest")
+    pb.set_defaults(func=cmd_publish)
 
     ls = sub.add_parser("list", help="adapters, stop modes, versions, scenarios and offsets")
     ls.add_argument("--scenarios", default=str(DEFAULT_SCENARIOS_DIR))
@@ -567,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (UsageError, AdapterError, ScenarioError, MitigationError, ShardError) as e:
+    except (UsageError, AdapterError, ScenarioError, MitigationError, ShardError, DatasetError) as e:
         print(f"stopbench {args.command}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:

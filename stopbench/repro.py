@@ -29,7 +29,7 @@ from typing import Any
 
 from harness import ADAPTERS
 from harness.frameworks import MANIFEST, folder_name, load
-from harness.results.evidence import evidence_file, find_trial, read_runs
+from harness.results.evidence import adapter_evidence, find_trial, read_runs
 from harness.results.findings import Finding
 from harness.results.metrics import TrialView
 from harness.results.rows import raw_files, read_rows
@@ -76,8 +76,10 @@ def find(results: Path, trial: str, records: Mapping[str, dict[str, Any]] | None
     (row,) = hits
     if records is not None and row["run_id"] in records:
         return _published(results, row, records[row["run_id"]])
-    own = evidence_file(results, row["adapter"])  # the adapter's own file first: the others are not read then
-    record = read_runs(own, {row["run_id"]}).get(row["run_id"]) or find_trial(results, row["run_id"])
+    record = None
+    for own in adapter_evidence(results, row["adapter"]):  # the adapter's own files first: the others are not read
+        record = read_runs(own, {row["run_id"]}).get(row["run_id"]) or record
+    record = record or find_trial(results, row["run_id"])
     if record is None:
         raise ReproError(f"{results}/evidence: no evidence kept for trial {row['trial_id']!r} (run {row['run_id']})")
     return _published(results, row, record)
@@ -135,7 +137,8 @@ def write_reproducers(results: Path, found: Iterable[Finding], folder: Path) -> 
     runs: dict[Path, set[str]] = {}
     for row in _published_rows(results):
         if row["trial_id"] in wanted:
-            runs.setdefault(evidence_file(results, row["adapter"]), set()).add(row["run_id"])
+            for path in adapter_evidence(results, row["adapter"]):
+                runs.setdefault(path, set()).add(row["run_id"])
     records: dict[str, dict[str, Any]] = {}
     for path, run_ids in sorted(runs.items()):
         records.update(read_runs(path, run_ids))

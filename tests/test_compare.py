@@ -166,8 +166,8 @@ def test_agree_keeps_a_host_crash_cell_apart_from_the_closing_hosts(tmp_path, ca
 def test_compare_reads_the_main_matrix_and_names_the_orphan_matrix_left_out(tmp_path, capsys):
     rows = cells_of(0)
     old = folder(tmp_path, "old", rows)
-    new = folder(tmp_path, "new", rows + crashed(rows[:3]) + [{**r, "trial_id": r["trial_id"] + "|deaf",
-                                                              "tool_style": "mcp+deaf"} for r in rows[:3]])
+    deaf = [{**r, "trial_id": r["trial_id"] + "|deaf", "tool_style": "mcp", "mcp_launch": "deaf"} for r in rows[:3]]
+    new = folder(tmp_path, "new", rows + crashed(rows[:3]) + deaf)
     assert main(["compare", str(old), str(new)]) == 0
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("| fw | cancel | none")]

@@ -63,11 +63,12 @@ def test_timeline_of_an_unknown_trial_is_a_clear_error(tmp_path):
 
 def test_token_runs_are_stored_packed_and_read_back_exactly(tmp_path):
     """Tokens are most of a ledger: a run of one request's tokens is one entry on disk, every event on reading."""
+    us = 1000  # a token's time is kept to the microsecond (test_dataset.py): these are, so all read back as written
     events = [{"t": 10, "event": "llm_request", "req": 1}]
-    events += [{"t": 100 + 7 * i + i % 3, "event": "token", "req": 1, "i": i} for i in range(50)]
-    events += [{"t": 500, "event": "mark", "name": Mark.STOP_CALLED, "data": {}}]
-    events += [{"t": 600 + i, "event": "token", "req": 1, "i": 50 + i} for i in range(5)]  # the run goes on
-    events += [{"t": 700, "event": "token", "req": 2, "i": 0}, {"t": 701, "event": "token", "req": 1, "i": 9}]
+    events += [{"t": (100 + 7 * i + i % 3) * us, "event": "token", "req": 1, "i": i} for i in range(50)]
+    events += [{"t": 500 * us + 1, "event": "mark", "name": Mark.STOP_CALLED, "data": {}}]
+    events += [{"t": (600 + i) * us, "event": "token", "req": 1, "i": 50 + i} for i in range(5)]  # the run goes on
+    events += [{"t": 700 * us, "event": "token", "req": 2, "i": 0}, {"t": 701 * us, "event": "token", "req": 1, "i": 9}]
     packed = pack(events)
     assert [e["event"] for e in packed] == ["llm_request", "tokens", "mark", "tokens", "tokens", "tokens"]
     assert unpack(json.loads(json.dumps(packed))) == events

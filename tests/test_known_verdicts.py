@@ -11,8 +11,8 @@ import pandas as pd
 
 from harness.results.capability import capability_row
 from harness.results.claims import judge
+from harness.results.migrations import facts_out_of_text
 from harness.results.report import load
-from harness.results.rows import from_legacy
 from tests.test_trials import run
 
 KV = "tests.known_answer.verdicts:AbortsOrHangs"
@@ -54,7 +54,7 @@ def test_a_button_that_hangs_at_an_effect_anchor_did_not_abort_there(tmp_path):
 
 def step_of(reason: str | None) -> str | None:
     """The step a hand-written reason names, as read_rows reads it from a row written before `failed_step`."""
-    return from_legacy({"reason": reason})["failed_step"]
+    return facts_out_of_text({"reason": reason})["failed_step"]
 
 
 def row(mode: str = "token", offset: str = "on:effect_received:email", status: str = "ok",

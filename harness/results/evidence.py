@@ -4,11 +4,15 @@ A row is a reduction of a ledger; whoever doubts a cell needs the ledger behind 
 one record per finished trial to `<out>/evidence/<adapter>.jsonl.gz`: `{"trial_id", "run_id", "events"}`,
 each record its own gzip member, written and flushed at once (like the rows: an interrupted run loses
 nothing it finished; a cut last member is ignored on reading, its trial still has its row). `gzip`
-and `zcat` read the file as one JSON Lines stream. `stopbench timeline DIR TRIAL` prints one.
+and `zcat` read the file as one JSON Lines stream. `stopbench timeline DIR TRIAL` prints one. The published
+dataset keeps the same records as `<out>/evidence/<adapter>.parquet` (harness/results/dataset.py); every reader
+here takes either kind.
 
 Streamed tokens are most of a ledger (a long answer is 2,000 `token` events), so a run of consecutive
 token events of one request is stored as one `tokens` entry: the first one's time `t`, its index `i0`,
-and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly.
+and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly as they
+were kept, and a token's time is kept to the microsecond (dataset.TOKEN_TIME_NS: its nanoseconds are scheduling
+noise), in both kinds of file.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.results import dataset
 from harness.results.rows import raw_file, raw_files, read_rows
 from harness.vocabulary import Event, Mark
 
@@ -28,6 +33,25 @@ from harness.vocabulary import Event, Mark
 def evidence_file(out_dir: Path, adapter: str) -> Path:
     """`<out>/evidence/<adapter>.jsonl.gz`, named as the adapter's raw rows are."""
     return out_dir / "evidence" / (raw_file(out_dir, adapter).name + ".gz")
+
+
+def adapter_evidence(out_dir: Path, adapter: str) -> list[Path]:
+    """The adapter's evidence files that exist: its dataset file, then its JSON Lines (records added since)."""
+    working = evidence_file(out_dir, adapter)
+    published = working.with_name(working.name.removesuffix(".jsonl.gz") + dataset.SUFFIX)
+    return [p for p in (published, working) if p.exists()]
+
+
+def evidence_files(out_dir: Path) -> list[Path]:
+    """Every evidence file of a result folder, per adapter its dataset file first."""
+    folder = out_dir / "evidence"
+    found = [*folder.glob("*" + dataset.SUFFIX), *folder.glob("*.jsonl.gz")]
+    return sorted(found, key=lambda p: (evidence_name(p), not dataset.is_dataset_file(p)))
+
+
+def evidence_name(path: Path) -> str:
+    """The name of the adapter's JSON Lines evidence, whichever kind `path` is."""
+    return path.name.removesuffix(dataset.SUFFIX).removesuffix(".jsonl.gz") + ".jsonl.gz"
 
 
 TOKEN_KEYS = {"t", "event", "req", "i"}  # a token event as the world records it (harness/world/model_api.py)
@@ -71,7 +95,7 @@ def append_evidence(path: Path, trial_id: str, run_id: str, events: list[dict[st
                     output: dict[str, str] | None = None) -> None:
     """`output`: what the trial's processes printed (file name -> its text), kept with the ledger."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"trial_id": trial_id, "run_id": run_id, "events": pack(events)}
+    record: dict[str, Any] = {"trial_id": trial_id, "run_id": run_id, "events": pack(dataset.as_kept(events))}
     if output:
         record["output"] = output
     line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
@@ -98,6 +122,9 @@ def _member_lines(data: bytes) -> Iterator[str]:
 
 def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
     """Every complete record, in order."""
+    if dataset.is_dataset_file(path):
+        yield from dataset.read_evidence(path)
+        return
     for line in _member_lines(path.read_bytes()):
         record = json.loads(line)
         record["events"] = unpack(record["events"])
@@ -107,6 +134,8 @@ def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
 def read_runs(path: Path, run_ids: set[str]) -> dict[str, dict[str, Any]]:
     """run_id -> record, of the records of these runs, in one pass over the file: the others are neither parsed
     nor unpacked (a whole adapter's evidence is read in seconds, a handful of its records in a fraction)."""
+    if dataset.is_dataset_file(path):
+        return {r["run_id"]: r for r in dataset.read_evidence(path, run_ids)} if path.exists() else {}
     found: dict[str, dict[str, Any]] = {}
     for line in _member_lines(path.read_bytes() if path.exists() else b""):
         if len(found) == len(run_ids):
@@ -125,7 +154,7 @@ def find_trial(out_dir: Path, trial: str) -> dict[str, Any] | None:
     of a trial_id is enough): records are appended as trials finish, so a trial rerun on other code has its
     newest last."""
     hits: dict[str, dict[str, Any]] = {}
-    for path in sorted((out_dir / "evidence").glob("*.jsonl.gz")):
+    for path in evidence_files(out_dir):
         for record in read_evidence(path):
             if trial == record["run_id"]:
                 return record
@@ -144,16 +173,17 @@ def merge_evidence(sources: list[Path], out: Path) -> dict[str, int]:
     wanted = {r["run_id"] for r in rows} or None
     added: dict[str, int] = {}
     for src in sources:
-        for path in sorted((src / "evidence").glob("*.jsonl.gz")):
-            target = out / "evidence" / path.name
-            done = {r["run_id"] for r in read_evidence(target)} if target.exists() else set()
-            added.setdefault(path.name, 0)
+        for path in evidence_files(src):
+            target = out / "evidence" / evidence_name(path)
+            done = {r["run_id"] for there in evidence_files(out) if evidence_name(there) == target.name
+                    for r in read_evidence(there)}
+            added.setdefault(target.name, 0)
             for record in read_evidence(path):
                 if (wanted is None or record["run_id"] in wanted) and record["run_id"] not in done:
                     append_evidence(target, record["trial_id"], record["run_id"], record["events"],
                                     record.get("output"))
                     done.add(record["run_id"])
-                    added[path.name] += 1
+                    added[target.name] += 1
     return added
 
 

@@ -31,8 +31,8 @@ NUMBERS = ("tokens_after_stop", "effects_leaked")
 
 
 def load_history(folder: Path):
-    """Every history row under `folder` (<framework>/<release>/raw/*.jsonl), with its `release`; None when
-    there is none. Unreadable lines are returned apart, as by read_rows."""
+    """Every history row under `folder` (<framework>/<release>/raw/, JSON Lines or dataset files), with its
+    `release`; None when there is none. Unreadable lines are returned apart, as by read_rows."""
     rows, bad = [], []
     for raw in sorted(folder.glob("*/*/raw")) if folder.is_dir() else []:
         got, unreadable = read_rows(raw_files(raw.parent))
@@ -207,8 +207,10 @@ def write_history(history_dir: Path, out: Path, env, common: dict[str, Any]) -> 
                                         pages_dir / f"{slug(fw)}-leaked.png")) if p]
 
         def rows_of(release: str, fw: str = fw) -> list[tuple[str, str]]:
-            files = sorted((history_dir / fw / release / "raw").glob("*.jsonl"))
-            return [(f"{release} rows", os.path.relpath(f.resolve(), pages_dir.resolve())) for f in files]
+            """The release's rows folder (JSON Lines or the published dataset: the page reads the same)."""
+            raw = history_dir / fw / release / "raw"
+            return [(f"{release} rows", os.path.relpath(raw.resolve(), pages_dir.resolve()) + "/")
+                    ] if raw_files(raw.parent) else []
 
         changed = changes(g, rows_of)
         page = pages_dir / f"{slug(fw)}.html"

@@ -3,8 +3,10 @@
 An interrupted run loses nothing it finished, and a rerun skips every trial that already has a row.
 A corrupt line (not JSON, a required field missing, a value of the wrong type for its field as
 harness/results/schema.py declares it) is reported with its file, line and field and skipped; it never
-stops a report. A field a row was written without gets its declared default (e.g. `framework`); the facts
-that older rows carried inside text are read out of it here, once (`from_legacy`).
+stops a report. A row of an older format version is migrated (harness/results/migrations.py), one of a newer
+version is reported as unreadable with its version. A field a row was written without gets its declared
+default (e.g. `framework`). The published dataset (`<out>/raw/<adapter>.parquet`, harness/results/dataset.py)
+is read by the same functions: `raw_files` lists both kinds, `read_rows` reads either.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import functools
 import json
 import os
 import platform
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import harness
-from harness.results import schema
+from harness.results import dataset, schema
+from harness.results.migrations import NewerVersion, UnknownVersion, check_version, migrate
 from harness.results.schema import SCHEMA_VERSION
-from harness.tools.mcp_launch import DEFAULT_LAUNCH
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,10 +90,15 @@ class CorruptLine:
 
 
 def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine]]:
-    """The readable rows, the newest of each trial only (newest_per_trial), and the unreadable lines."""
+    """The readable rows, the newest of each trial only (newest_per_trial), and the unreadable lines. A dataset
+    file (`.parquet`) is read whole or not at all: one of a format this stopbench does not know raises
+    `dataset.DatasetError`, naming it."""
     rows: list[dict[str, Any]] = []
     bad: list[CorruptLine] = []
     for path in paths:
+        if dataset.is_dataset_file(path):
+            rows += [schema.with_defaults(row) for row in dataset.read_rows(path)]
+            continue
         for lineno, row, error in _lines(path):
             if error:
                 other = row["schema_version"] if row else None
@@ -100,26 +106,6 @@ def read_rows(paths: list[Path]) -> tuple[list[dict[str, Any]], list[CorruptLine
             else:
                 rows.append(row)
     return newest_per_trial(rows), bad
-
-
-#: the step a reason names, as rows written before `failed_step` existed say it (harness/results/metrics.py
-#: `status` wrote them): `'stop' overran 5s`, `... during 'stop'`, `'settle_resume': the run was not quiet`, `stop: ...`
-STEP_IN_LEGACY_REASON = re.compile(r"^'(\w+)' overran|during '(\w+)'|^'(\w+)': |\('(\w+)'[;)]|^(\w+): ")
-
-
-def from_legacy(row: dict[str, Any]) -> dict[str, Any]:
-    """A row written before `failed_step` and `mcp_launch` were fields: both read out of the text that carried
-    them (the step named in `reason`; `tool_style` `mcp+<launch>`, which leaves the tool style `mcp`)."""
-    if "failed_step" not in row:
-        reason = row.get("reason")
-        m = STEP_IN_LEGACY_REASON.search(reason) if isinstance(reason, str) else None
-        row["failed_step"] = next((s for s in m.groups() if s), None) if m else None
-    if "mcp_launch" not in row:
-        style, _, launch = str(row.get("tool_style", "")).partition("+")
-        if "tool_style" in row:
-            row["tool_style"] = style
-        row["mcp_launch"] = launch or DEFAULT_LAUNCH
-    return row
 
 
 def newest_per_trial(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,23 +136,40 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str | None]
             missing = [k for k in schema.REQUIRED if k not in row]
             if missing:
                 yield lineno, None, f"missing field(s) {', '.join(missing)}"
-            elif row["schema_version"] != SCHEMA_VERSION:  # the row goes with it: its version is named
-                yield lineno, row, f"schema_version {row['schema_version']!r}, this stopbench reads {SCHEMA_VERSION}"
-            elif problems := schema.problems(row):
+                continue
+            try:
+                check_version(row["schema_version"], "row")
+            except (NewerVersion, UnknownVersion):  # the row goes with it: its version is named
+                yield lineno, row, (f"schema_version {row['schema_version']!r}, this stopbench reads versions up "
+                                    f"to {SCHEMA_VERSION}")
+                continue
+            if problems := schema.problems(row):
                 yield lineno, None, "; ".join(problems)
             else:
-                yield lineno, schema.with_defaults(from_legacy(row)), None
+                yield lineno, schema.with_defaults(migrate(row)), None
+
+
+def adapter_raw_files(out_dir: Path, adapter: str) -> list[Path]:
+    """The adapter's rows files that exist: its dataset file, then its JSON Lines."""
+    working = raw_file(out_dir, adapter)
+    return [p for p in (working.with_suffix(dataset.SUFFIX), working) if p.exists()]
 
 
 def raw_files(out_dir: Path) -> list[Path]:
-    return sorted((out_dir / "raw").glob("*.jsonl"))
+    """The rows files of a result folder, per adapter its published dataset file first, then its JSON Lines (rows
+    a run added since: read later, they win a trial's tie)."""
+    found = [*(out_dir / "raw").glob("*" + dataset.SUFFIX), *(out_dir / "raw").glob("*.jsonl")]
+    return sorted(found, key=lambda p: (jsonl_name(p), not dataset.is_dataset_file(p)))
 
 
-def finished_trials(path: Path) -> dict[str, str]:
-    """trial_id -> when its newest row in `path` was finished."""
-    if not path.exists():
-        return {}
-    rows, _ = read_rows([path])
+def jsonl_name(path: Path) -> str:
+    """The name of the adapter's JSON Lines file, whichever kind `path` is (one order for both kinds)."""
+    return path.name.removesuffix(dataset.SUFFIX).removesuffix(".jsonl") + ".jsonl"
+
+
+def finished_trials(paths: list[Path]) -> dict[str, str]:
+    """trial_id -> when its newest row in these files (those that exist) was finished."""
+    rows, _ = read_rows([p for p in paths if p.exists()])
     return {r["trial_id"]: str(r.get("finished_at", "")) for r in rows}
 
 
@@ -179,20 +182,20 @@ class MergeError(ValueError):
 
 
 def merge(sources: list[Path], out: Path) -> dict[str, dict[str, int]]:
-    """Merge the raw rows of result folders (e.g. the shards of one run) into `out`: per raw file, every
-    row whose trial is not there yet or is there only in an older row (readers keep the newest), in the order
-    the sources are given. Returns, per file, how many rows were added, how many were already there (as new or
-    newer), and how many lines were unreadable."""
+    """Merge the raw rows of result folders (e.g. the shards of one run) into `out`'s JSON Lines: per adapter,
+    every row whose trial is not there yet (in `out`'s lines or its dataset) or is there only in an older row
+    (readers keep the newest), in the order the sources are given. Returns, per file, how many rows were added,
+    how many were already there (as new or newer), and how many lines were unreadable."""
     for src in sources:
         if not (src / "raw").is_dir():
             raise MergeError(f"{src}: no raw/ folder of result rows")
     summary: dict[str, dict[str, int]] = {}
     for src in sources:
         for path in raw_files(src):
-            target = out / "raw" / path.name
-            done = finished_trials(target)
+            target = out / "raw" / jsonl_name(path)  # rows are added to the lines, whichever kind the source is
+            done = finished_trials([target.with_suffix(dataset.SUFFIX), target])
             rows, bad = read_rows([path])
-            counts = summary.setdefault(path.name, {"added": 0, "already there": 0, "unreadable": 0})
+            counts = summary.setdefault(target.name, {"added": 0, "already there": 0, "unreadable": 0})
             counts["unreadable"] += len(bad)
             for row in rows:
                 finished = str(row.get("finished_at", ""))

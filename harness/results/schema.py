@@ -8,8 +8,10 @@ rows.csv orders its columns by it, every table writes a field's values with its 
 (`python -m harness.results.schema` prints the table; `--update README.md` rewrites it in place).
 pyperf's metadata registry and ann-benchmarks' `all_metrics` are the models.
 
-Adding a field: declare it here (additive: SCHEMA_VERSION stays), write its metric in metrics.py and a
-unit test on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table.
+Adding a field: declare it here with the value rows written before it get (`default`), bump SCHEMA_VERSION and
+add its migration (`fields_added` in harness/results/migrations.py), write its metric in metrics.py and a unit test
+on a synthetic ledger in tests/test_metrics.py, then regenerate the README's table. Changing what a stored field
+means or where a fact lives is a new format version too, with its own migration function.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from harness.frameworks import adapter_name
 from harness.providers import DEFAULT_PROVIDER
 from harness.vocabulary import IN_PROCESS
 
-#: the row layout's version; a reader refuses rows of another. Adding a field does not change it.
-SCHEMA_VERSION = 1
+#: the row format's version: rows of an older one are migrated when read (harness/results/migrations.py), rows
+#: of a newer one are refused. Each change, a field added included, is a new version with its migration.
+SCHEMA_VERSION = 3
 
 Unit = Literal["ms", "s", "count", "bytes", "usd", "none"]
 #: how a table cell summarizes a field over a group of rows: `median` (the median, or `med (lo..hi)` when
@@ -134,7 +137,8 @@ def _fields() -> Iterable[Field]:
     def runner(name, typ, meaning, **kw):
         return Field(name, typ, meaning, "provenance", "runner", **kw)
 
-    yield runner("schema_version", int, "the row layout's version; a reader refuses rows of another", required=True)
+    yield runner("schema_version", int, "the row format's version: an older row is migrated when read "
+                 "(harness/results/migrations.py), a newer one refused", required=True)
     yield runner("trial_id", str, "adapter, mode, scenario@hash, offset, tool style, mitigation (host, provider, "
                  "billing profile when not the default), repetition: what a rerun skips", required=True)
     yield runner("adapter_digest", str, "digest of the adapter's folder (its Python files, framework.toml, "
@@ -255,10 +259,12 @@ def _fields() -> Iterable[Field]:
                    "before it existed: `stops_at_disconnect`", default=lambda row: "stops_at_disconnect")
     yield measured("usage_reported_tokens", int, "model", "what the framework's own usage accounting said the stopped "
                    "run used, in output tokens, once the stop phase settled (`Adapter.reported_usage`): a number the "
-                   "framework says about itself, never a measurement; null when it reports none", **n)
+                   "framework says about itself, never a measurement; null when it reports none, and for rows "
+                   "written before it existed", default=lambda row: None, **n)
     yield measured("usage_unreported_tokens", int, "model", "output tokens the world generated for the stopped run "
                    "(before resume, unread ones included) less what the framework's usage said: what its usage "
-                   "leaves off the bill; null when it reports none", better="lower", **n)
+                   "leaves off the bill; null when it reports none, and for rows written before it existed",
+                   default=lambda row: None, better="lower", **n)
     yield measured("model_rule", str, "model", "how the world's model read a tool result that reports an interruption "
                    "or an error (harness/model_rule.py, the scenario's `model_rule`): `retry_interrupted_tools` (it "
                    "asks for the same call again) or `count_results` (it counts results, whatever they say); rows "

@@ -23,11 +23,13 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.counterparts import COLUMNS
-from harness.results.evidence import read_evidence
+from harness.results.evidence import adapter_evidence, read_evidence
 from harness.results.findings import NO_ISSUE, Finding
 from harness.results.glossary import NOTATION, glossary_terms, header_links
 from harness.results.markup import html_table, slug
 from harness.results.plots import framework_colors
+from harness.results.rows import adapter_raw_files
+from harness.results.rows import raw_file as rows_file
 from harness.results.scorecard import SHARES, base_rows, best_rule, legend, trial_flags
 from harness.results.selection import BUTTON, CONDITION
 from harness.vocabulary import Mark
@@ -73,19 +75,17 @@ def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@functools.lru_cache(maxsize=2)  # one adapter's button pages come one after the other: read its file once
-def _views(path: Path) -> dict[str, str]:
-    """trial_id -> that trial's timeline (`view` of its evidence) as one JSON line."""
-    if not path.exists():
-        return {}
+@functools.lru_cache(maxsize=2)  # one adapter's button pages come one after the other: read its files once
+def _views(paths: tuple[Path, ...]) -> dict[str, str]:
+    """trial_id -> that trial's timeline (`view` of its evidence) as one JSON line; a later file's record wins."""
     return {r["trial_id"]: json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"), sort_keys=True)
-            for r in read_evidence(path)}
+            for path in paths for r in read_evidence(path)}
 
 
-def _evidence_blob(path: Path, trial_ids: list[str]) -> tuple[str, int]:
+def _evidence_blob(paths: list[Path], trial_ids: list[str]) -> tuple[str, int]:
     """The timelines of these trials (in this order) as base64 of one gzip of JSON lines, and how many were
     found. The page shows what the view keeps; the evidence file keeps every event."""
-    views = _views(path)
+    views = _views(tuple(paths))
     lines = [views[tid] for tid in trial_ids if tid in views]
     if not lines:
         return "", 0
@@ -298,8 +298,7 @@ def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framewor
                                                                               strict=True)}
     counted = {tid: [k for k, (_, c) in flags.items() if c[i]] for i, tid in zip(mine.index, mine["trial_id"],
                                                                                  strict=True)}
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in b["adapter"])
-    blob, found = _evidence_blob(raw_dir / "evidence" / f"{safe}.jsonl.gz", list(rows["trial_id"]))
+    blob, found = _evidence_blob(adapter_evidence(raw_dir, b["adapter"]), list(rows["trial_id"]))
     trials = []
     for _, r in rows.iterrows():
         tid = r["trial_id"]
@@ -312,13 +311,15 @@ def _button_page(env, df, base, raw_dir: Path, out: Path, common: dict, framewor
                        "k": " ".join([*counted.get(tid, []), *claimed[1], *found_flags.get(tid, [])]),
                        "cells": [schema.field(f).text(r.get(f)) for f in TRIAL_FIELDS]})
     page = out / "buttons" / f"{slug(b['adapter'], b['mode'])}.html"
-    raw_file = raw_dir / "raw" / f"{safe}.jsonl"
+    # the rows' folder, whichever kind holds them (JSON Lines or the published dataset: the page is the same)
+    rows_at = raw_dir / "raw" if adapter_raw_files(raw_dir, b["adapter"]) else None
     filters = {name: sorted({t[name] for t in trials}, key=str)
                for name in (*CONDITION, "mitigation", "status")}
     page.write_text(env.get_template("button.html.j2").render(
         **common, root="../", framework=framework, b=b, text=text, trials=trials, filters=filters,
         fields=TRIAL_FIELDS, labels=[schema.label(f) for f in TRIAL_FIELDS], evidence=blob, evidence_found=found,
-        raw_file=_relative(raw_file, page.parent) if raw_file.exists() else None))
+        raw_file=_relative(rows_at, page.parent) + "/" if rows_at else None,
+        raw_name=f"raw/{rows_file(raw_dir, b['adapter']).stem}"))
     return page
 
 

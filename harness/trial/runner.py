@@ -28,7 +28,16 @@ from harness.owner import stale_workroots, workroot_prefix
 from harness.providers import PROVIDERS
 from harness.results.evidence import append_evidence, evidence_file
 from harness.results.repetitions import DEFAULT_REPS_RULE, FIRST, REPS_RULES, has_parallel_calls, needs_run
-from harness.results.rows import SCHEMA_VERSION, RawFileLock, append_row, environment, now_iso, raw_file, read_rows
+from harness.results.rows import (
+    SCHEMA_VERSION,
+    RawFileLock,
+    adapter_raw_files,
+    append_row,
+    environment,
+    now_iso,
+    raw_file,
+    read_rows,
+)
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
@@ -173,7 +182,8 @@ def run_matrix(adapter_cls: type[Adapter], opts: RunOptions, log: TextIO = sys.s
 
 def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[str, Scenario], specs: list[TrialSpec],
                 out_file: Path, log: TextIO) -> list[dict[str, Any]]:
-    rows_there, unreadable = read_rows([out_file]) if out_file.exists() else ([], [])  # the newest row per trial
+    # the newest row per trial, published (the dataset) or not (the run's own lines)
+    rows_there, unreadable = read_rows(adapter_raw_files(opts.out, adapter_cls.name))
     digest, versions, sources = adapter_digest(adapter_cls), adapter_cls.versions(), adapter_cls.sources()
     done = {r["trial_id"] for r in rows_there if is_current(r, digest, versions, sources)}
     for bad in unreadable:
