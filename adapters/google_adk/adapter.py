@@ -1,5 +1,6 @@
 """Google ADK: the documented `LlmAgent` on an `App`, a `Runner` over a `DatabaseSessionService` (SQLite in the trial
-folder), the model `OpenAILlm` on the world's OpenAI-compatible endpoint, streamed as a chat UI streams it
+folder), the model ADK ships for the trial's provider (`Gemini` on a google-genai client: ADK's home; `OpenAILlm` on
+an AsyncOpenAI client; `AnthropicLlm` on an AsyncAnthropic client), streamed as a chat UI streams it
 (`StreamingMode.SSE`), and the stop buttons ADK users press (issue #4796's table, and what 2.x added since):
 leaving the `run_async` loop (`break`, `aclose`), cancelling its task, `abort_signal`, `end_invocation` from
 callbacks, and the sync `runner.run()` generator closed or abandoned by a handler thread. Resume: `run_async` again
@@ -12,7 +13,7 @@ import asyncio
 import importlib
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, until_done
+from harness.contract.kit import API_KEY, NEXT_INPUT, KitAdapter, in_own_thread, until_done
 
 APP, USER = "stopbench", "user"
 STOPPED = "Stopped by the user."
@@ -21,7 +22,7 @@ WARM = ("google.adk.agents.llm_agent", "google.adk.apps.app", "google.adk.runner
         "google.adk.flows.llm_flows.auto_flow", "google.adk.workflow._node_runner_utils",
         "google.adk.workflow._llm_agent_wrapper", "google.adk.sessions.database_session_service",
         "google.adk.tools.mcp_tool", "openai.resources.chat", "sqlalchemy.dialects.sqlite.aiosqlite", "aiosqlite",
-        "jsonschema")
+        "jsonschema", "google.adk.models.google_llm", "google.adk.models.anthropic_llm", "anthropic.resources.messages")
 
 
 class GoogleAdkAdapter(KitAdapter):
@@ -42,11 +43,9 @@ class GoogleAdkAdapter(KitAdapter):
         from google.adk.apps import App, ResumabilityConfig
         from google.adk.runners import Runner
         from google.adk.sessions import DatabaseSessionService
-        from openai import AsyncOpenAI
 
         ctx = self.ctx
-        self.client = self.model_client(AsyncOpenAI)  # ours to close: Runner.close() closes no model client
-        self.on_close(self.client.close)
+        self.model = self._model()
         self.sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{ctx.workdir / 'adk-sessions.db'}")
         self.on_close(self.sessions.close)
         await self.sessions.create_session(app_name=APP, user_id=USER, session_id=ctx.run_id)
@@ -60,12 +59,39 @@ class GoogleAdkAdapter(KitAdapter):
 
     def _agent(self) -> Any:
         from google.adk.agents import LlmAgent
-        from google.adk.models import OpenAILlm
 
         callbacks = {"before_model_callback": self._before_model, "before_tool_callback": self._before_tool} \
             if self.mode == "end_invocation" else {}
-        return LlmAgent(name="assistant", model=OpenAILlm(model=self.ctx.model_name, client=self.client),
-                        instruction=self.ctx.system_prompt, tools=self._tools(), **callbacks)
+        return LlmAgent(name="assistant", model=self.model, instruction=self.ctx.system_prompt, tools=self._tools(),
+                        **callbacks)
+
+    def _model(self) -> Any:
+        """The model class ADK ships for the trial's provider, on a client of that provider's SDK made with the
+        world's base URL and left at its defaults. The client is ours to close: Runner.close() closes no model
+        client."""
+        name = self.ctx.model_name
+        if self.ctx.provider == "gemini":
+            from google import genai
+            from google.adk.models import Gemini
+            from google.genai import types
+
+            client = genai.Client(api_key=API_KEY, http_options=types.HttpOptions(base_url=self.ctx.model_base_url))
+            self.on_close(client.close)
+            self.on_close(client.aio.aclose)  # on_close runs last-registered first: the async client, then sync
+            return Gemini(model=name, client=client)
+        if self.ctx.provider == "anthropic":
+            from anthropic import AsyncAnthropic
+            from google.adk.models.anthropic_llm import AnthropicLlm
+
+            anthropic_client = self.model_client(AsyncAnthropic)
+            self.on_close(anthropic_client.close)
+            return AnthropicLlm(model=name, client=anthropic_client)
+        from google.adk.models import OpenAILlm
+        from openai import AsyncOpenAI
+
+        openai_client = self.model_client(AsyncOpenAI)
+        self.on_close(openai_client.close)
+        return OpenAILlm(model=name, client=openai_client)
 
     def _tools(self) -> list:
         if self.ctx.tool_style != "mcp":
@@ -152,6 +178,14 @@ class GoogleAdkAdapter(KitAdapter):
         self.stop_pressed.clear()
         self.job = self._launch(NEXT_INPUT)
         await self.job
+
+    async def reported_usage(self) -> int | None:
+        """What ADK recorded: the `usage_metadata.candidates_token_count` of the session's events (the model's
+        answers ADK saved; a turn cut off before its final event saved none), None when no event carries usage."""
+        session = await self.sessions.get_session(app_name=APP, user_id=USER, session_id=self.ctx.run_id)
+        counts = [e.usage_metadata.candidates_token_count for e in (session.events if session else [])
+                  if e.usage_metadata and e.usage_metadata.candidates_token_count is not None]
+        return sum(counts) if counts else None
 
     async def _close_abandoned(self) -> None:
         if self.abandoned is not None:  # the app shuts down: the handler's generator is closed at last

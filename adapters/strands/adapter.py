@@ -1,9 +1,10 @@
 """Strands Agents (strands-agents, import `strands`): its stop buttons, pressed the way its docs show.
 
-The agent is the documented one: `Agent(model=OpenAIModel(client_args={...}, model_id=...), tools=[...],
-system_prompt=..., session_manager=FileSessionManager(...), callback_handler=None)`, the tools wrapped with
-`strands.tool`, the MCP server attached as a managed `MCPClient` (`Agent(tools=[mcp_client])`, docs: "Managed
-Integration (Recommended)").
+The agent is the documented one: `Agent(model=..., tools=[...], system_prompt=..., session_manager=
+FileSessionManager(...), callback_handler=None)`, the model the strands.models class of the trial's provider
+(`OpenAIModel`, `AnthropicModel`, `GeminiModel`, each with `client_args` naming the world's base URL and a
+key), the tools wrapped with `strands.tool`, the MCP server attached as a managed `MCPClient`
+(`Agent(tools=[mcp_client])`, docs: "Managed Integration (Recommended)").
 
 Stop buttons (docs: concepts/agents/agent-loop.mdx "Cancellation", concepts/interrupts.mdx; `Agent.cancel`):
 - cancel:             `agent.cancel()` from the stop handler while a task awaits `agent.invoke_async(prompt)`.
@@ -23,12 +24,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from harness.contract.kit import NEXT_INPUT, KitAdapter, in_own_thread, warm
+from harness.contract.kit import API_KEY, NEXT_INPUT, KitAdapter, in_own_thread, warm
 from harness.tools.catalogue import TOOL_KIND
 
 SYNC = ("sync_cancel", "sync_abandon")
 #: the interrupt name of the approval hook, and what the user answers
 GATE, APPROVE = "stopbench-approval", "y"
+#: AnthropicModel requires max_tokens (the Messages API has no default); the scripted answers are far shorter
+ANTHROPIC_MAX_TOKENS = 4096
 
 
 class StrandsAdapter(KitAdapter):
@@ -36,10 +39,13 @@ class StrandsAdapter(KitAdapter):
     def prepare(cls) -> None:
         import mcp  # noqa: F401
         import strands  # noqa: F401
+        import strands.models.anthropic  # noqa: F401
+        import strands.models.gemini  # noqa: F401
         import strands.models.openai  # noqa: F401
         import strands.session  # noqa: F401
         import strands.tools.mcp  # noqa: F401
-        warm("openai.resources.chat.chat", "httpcore2", "jsonschema")
+        warm("openai.resources.chat.chat", "anthropic.resources.messages", "google.genai.models", "httpcore2",
+             "jsonschema")
 
     async def start(self) -> None:
         self.mcp_client: Any = self._mcp_client() if self.ctx.tool_style == "mcp" else None
@@ -59,10 +65,9 @@ class StrandsAdapter(KitAdapter):
     def _agent(self) -> Any:
         """The agent of one request; its conversation lives in the trial's FileSessionManager session."""
         from strands import Agent, tool
-        from strands.models.openai import OpenAIModel
         from strands.session import FileSessionManager
 
-        model = OpenAIModel(client_args=self.client_settings(), model_id=self.ctx.model_name)
+        model = self._model()
         # sync functions are run with asyncio.to_thread (strands/tools/decorator.py)
         tools: list[Any] = [tool(fn) for fn in self.ctx.tools.values()] or [self.mcp_client]
         sessions = FileSessionManager(session_id=self.ctx.run_id, storage_dir=str(self.ctx.workdir / "strands"))
@@ -70,6 +75,26 @@ class StrandsAdapter(KitAdapter):
                       hooks=[self._approvals()] if self.mode == "interrupt" else None, callback_handler=None)
         self.on_close(agent.cleanup)  # the tool providers (the managed MCPClient) of this agent
         return agent
+
+    def _model(self) -> Any:
+        """The strands.models class of the trial's provider, its SDK client made from `client_args` (the world's
+        base URL and a key; retries, back-off and timeouts the SDK's defaults)."""
+        name = self.ctx.model_name
+        if self.ctx.provider == "anthropic":
+            from strands.models.anthropic import AnthropicModel
+
+            model = AnthropicModel(client_args=self.client_settings(), model_id=name, max_tokens=ANTHROPIC_MAX_TOKENS)
+            self.on_close(model.client.close)  # made once in __init__ and never closed by strands
+            return model
+        if self.ctx.provider == "gemini":
+            from strands.models.gemini import GeminiModel
+
+            # a new genai.Client per request (models/gemini.py `_get_client`), left by strands to the garbage collector
+            return GeminiModel(client_args={"api_key": API_KEY, "http_options": {"base_url": self.ctx.model_base_url}},
+                               model_id=name)
+        from strands.models.openai import OpenAIModel
+
+        return OpenAIModel(client_args=self.client_settings(), model_id=name)
 
     def _approvals(self) -> Any:
         """docs interrupts.mdx `ApprovalHook`: ask before each side-effect tool; a declined one is not run."""
@@ -126,6 +151,12 @@ class StrandsAdapter(KitAdapter):
 
     async def stop_sync_abandon(self) -> None:
         """The caller stops waiting: the handler's thread is left to itself."""
+
+    async def reported_usage(self) -> int | None:
+        """What Strands counted: `agent.event_loop_metrics.accumulated_usage["outputTokens"]` of the stopped agent
+        (the docs' metrics: each model call's usage, added up when its stream's metadata event arrives; a call cut
+        off before it adds nothing)."""
+        return self.agent.event_loop_metrics.accumulated_usage["outputTokens"]
 
     async def resume(self) -> None:
         self.stop_pressed.clear()
