@@ -84,15 +84,9 @@ SERVING_PACKAGES = ("starlette", "sse-starlette", "uvicorn")
 
 def serving_versions() -> dict[str, str]:
     """The installed versions of the serving stack (the framework's environment holds them: mcp needs them)."""
-    import importlib.metadata
+    from harness.contract.adapter import package_versions
 
-    out = {}
-    for name in SERVING_PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return package_versions(SERVING_PACKAGES)
 
 
 def serve_path(name: str) -> ServePath | None:
