@@ -153,3 +153,44 @@ def test_a_running_child_is_scheduled_work_and_a_sleeping_one_is_not():
         for p in (busy, idle):
             p.kill()
             p.wait()
+
+
+def test_an_idle_connection_pools_keepalive_timer_is_furniture_and_the_runs_timers_are_not(tmp_path):
+    """aiohttp keeps a released connection for its keep-alive and schedules the pool's `_cleanup` to close it then:
+    that timer is the client's furniture. A request's own timeout timer, and a bare timer of the run, are work."""
+    import aiohttp
+
+    async def main() -> tuple[list[str], list[str]]:
+        async def hello(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while await reader.readline() not in (b"\r\n", b""):
+                pass
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok")
+            await writer.drain()
+            await reader.read()  # keep the connection: the pool holds it alive
+            writer.close()
+
+        server = await asyncio.start_server(hello, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        me = {asyncio.current_task()}
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/") as r:
+                assert await r.text() == "ok"
+            loop = asyncio.get_running_loop()
+            for _ in range(200):  # the released connection goes back to the pool, which schedules its clean-up
+                pool = [h for h in loop._scheduled if not h.cancelled()
+                        and getattr(h._callback, "__name__", "") == "_weakref_handle"]
+                if pool:
+                    break
+                await asyncio.sleep(0.01)
+            idle = [str(w) for w in activity.task_work(me)]  # ... and is not work
+            handle = loop.call_later(30, print)
+            with_bare = [str(w) for w in activity.task_work(me)]
+            handle.cancel()
+        server.close()
+        await server.wait_closed()
+        assert pool, "aiohttp scheduled no keep-alive clean-up: nothing here to tell apart"
+        return idle, with_bare
+
+    idle, with_bare = asyncio.run(main())
+    assert idle == []
+    assert with_bare == ["task callback print timer"]

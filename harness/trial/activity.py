@@ -12,7 +12,8 @@ Each kind is decided from what the process itself can see, never from what a fra
   an event loop parked in its selector);
 - an **asyncio task** of the subject's loop by the loop's own queues: a handle ready to run that steps the
   task, or a pending timer (`loop._scheduled`) whose callback wakes it (asyncio.sleep, wait_for, timeout,
-  AnyIO's cancel scopes); a timer that wakes no task the harness owns counts for the run;
+  AnyIO's cancel scopes); a timer that wakes no task the harness owns counts for the run, but an idle
+  connection pool's own clean-up timer (`POOL_TIMERS`: it only closes the pool's idle connections);
 - a **child process** by the kernel: one of its threads on a CPU;
 - what an **adapter process in another language** holds (its answer to the protocol's `audit`: pending timers,
   immediates, runtime requests, sockets, children, worker threads) by its kind (`HELD`).
@@ -185,13 +186,29 @@ def _task_of(callback: Any, args: tuple[Any, ...]) -> asyncio.Task | None:
     return None
 
 
+#: timers a client's idle connection pool keeps only to close its idle connections once their keep-alive ends: the
+#: pool's furniture, as an idle worker is, not work of the run (a run's own timer is). By the function the loop calls
+#: and the pool method it calls back: aiohttp's connector schedules `_cleanup` keepalive_timeout after a connection
+#: is released (15 s by default) and `_cleanup_closed`, both through aiohttp.helpers.weakref_handle.
+POOL_TIMERS: dict[str, frozenset[str]] = {"aiohttp.helpers._weakref_handle": frozenset({"_cleanup", "_cleanup_closed"})}
+
+
+def _pool_timer(callback: Any, args: tuple) -> bool:
+    """Whether a timer is one of POOL_TIMERS: the declared function, calling back one of its pool's methods."""
+    methods = POOL_TIMERS.get(f"{getattr(callback, '__module__', '')}.{getattr(callback, '__qualname__', '')}")
+    if not methods or len(args) != 1 or not isinstance(args[0], tuple) or len(args[0]) != 2:
+        return False
+    return args[0][1] in methods
+
+
 def _handle_name(callback: Any) -> str:
     return getattr(callback, "__qualname__", None) or type(callback).__name__
 
 
 def task_work(own: set[asyncio.Task]) -> list[Work]:
     """The run's asyncio tasks on this loop (not the harness's `own`) that have a step ready or a timer
-    pending, and timers that wake no task of the harness (a bare `call_later` of the run)."""
+    pending, and timers that wake no task of the harness (a bare `call_later` of the run), but an idle connection
+    pool's own (POOL_TIMERS)."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -203,6 +220,8 @@ def task_work(own: set[asyncio.Task]) -> list[Work]:
             if handle.cancelled():
                 continue
             callback, args = handle._callback, handle._args
+            if _pool_timer(callback, args):
+                continue
             task = _task_of(callback, args)
             if task is not None and (task in own or task.done()):
                 continue
