@@ -16,11 +16,10 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))
-from harness.billing import BILLING_MATRIX  # noqa: E402 (stdlib only)
+from harness.bench_plan import bench_args  # noqa: E402 (stdlib only)
 from harness.frameworks import CORE, Framework, discover, history_runs, test_suites  # noqa: E402 (stdlib only)
 from harness.install_state import install_digest, is_installed, mark_installed, npm_inputs  # noqa: E402 (stdlib only)
 from harness.npm_install import install_commands  # noqa: E402 (stdlib only)
-from harness.providers import OTHER_PROVIDERS_ANCHORS  # noqa: E402 (stdlib only)
 
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -30,12 +29,7 @@ nox.options.reuse_existing_virtualenvs = True
 FRAMEWORKS: dict[str, Framework] = {f.name: f for f in discover(ROOT)}
 RESULTS = os.environ.get("STOPBENCH_RESULTS", "results")
 REPS = os.environ.get("STOPBENCH_REPS", "3")
-MITIGATION_OFFSETS = ("on:llm_request:2", "on:effect_received:email", "on:token:40")
-# the orphan matrix (issue #14): every MCP launch variant x a host that closes or crashes, every stop mode, at
-# "email in flight" of q3_report (what leaves processes is the MCP client's close, not the anchor)
-ORPHAN_CELL = ("--scenario", "q3_report", "--offset", "on:effect_received:email", "--tools", "mcp")
-MCP_LAUNCHES = ("direct", "launcher", "deaf", "stubborn")
-# the version history (issue #22): a small fixed matrix per release, apart from the headline run
+# the version history: a small fixed matrix per release, apart from the headline run
 HISTORY = os.environ.get("STOPBENCH_HISTORY", f"{RESULTS}/history")
 HISTORY_MATRIX = ("--scenario", "q3_report", "--anchors", "event")  # every mode, tool style; REPS repetitions
 # bench a patch (`nox -s "patch(adapter='X')" -- SOURCE`): its rows and COMPARE.md go to <PATCHES>/<adapter>/
@@ -116,27 +110,9 @@ def bench(session: nox.Session, adapter: str) -> None:
         session.run("stopbench", "run", "--adapter", adapter, "--reps", REPS, "--jobs", JOBS, "--out", RESULTS,
                     *SELECT, *session.posargs, **RUN_ENDS)
         return
-    # one run (one world, one queue: no pause between matrices): the main matrix on the framework's home provider (the
-    # first it declares); the mitigation comparison (every mode, q3_report's event anchors, async tools); the orphan
-    # matrix (every MCP launch, a host that closes or crashes); each other provider it declares at event anchors
-    # (harness/providers.py OTHER_PROVIDERS_ANCHORS); the billing matrix on each provider (harness/billing.py)
-    mitigations = " ".join(f"--mitigation {m}" for m in ("saga", "idempotent", "saga+idempotent"))
-    offsets = " ".join(f"--offset {o}" for o in MITIGATION_OFFSETS)
-    launches = " ".join(f"--mcp-launch {launch}" for launch in MCP_LAUNCHES)
-    home, *others = FRAMEWORKS[adapter].adapter.providers  # the home provider's whole matrix; the others' event
-    providers = [a for p in others for a in ("--also", f"--provider {p} --anchors {OTHER_PROVIDERS_ANCHORS}")]
-    # and, on every provider, the billing matrix under the other profile (harness/billing.py BILLING_MATRIX)
-    scenarios = " ".join(f"--scenario {s}" for s in BILLING_MATRIX["scenarios"])
-    style = FRAMEWORKS[adapter].adapter.tool_styles[0]
-    billing = [a for p in (home, *others) for a in (
-        "--also", f"--provider {p} --billing {BILLING_MATRIX['billing']} --anchors {BILLING_MATRIX['anchors']} "
-                  f"--tools {style} {scenarios}")]
-    session.run("stopbench", "run", "--adapter", adapter, "--provider", home, "--reps", REPS, "--jobs", JOBS,
-                "--out", RESULTS, *SELECT,
-                "--also", f"--scenario q3_report --tools async {offsets} {mitigations}",
-                "--also", f"{' '.join(ORPHAN_CELL)} {launches} --host close --host crash --reps {REPS}", *providers,
-                *billing,
-                **RUN_ENDS)
+    # one run (one world, one queue: no pause between matrices): its matrices are data (harness/bench_plan.py)
+    session.run("stopbench", "run", "--adapter", adapter, *bench_args(FRAMEWORKS[adapter], REPS), "--jobs", JOBS,
+                "--out", RESULTS, *SELECT, **RUN_ENDS)
     for variant in FRAMEWORKS[adapter].variants:
         session.run("stopbench", "run", "--adapter", variant.adapter, *variant.args, "--reps", REPS, "--jobs", JOBS,
                     "--out", RESULTS, *SELECT, **RUN_ENDS)

@@ -45,6 +45,8 @@ framework.toml:
     "1.10" = ["mcp>=1.20,<1.27"]                  #   dependency of the same package (what that release needs)
     counterpart = "langgraph"                     # the same framework's adapter in another language: the report
                                                   #   shows the two side by side, mode by mode
+    served = false                                # its full run measures no served stop (a CLI run from a
+                                                  #   terminal; default: true, harness/bench_plan.py)
     [protocol]                                    # an adapter in another language: no adapter.py, a process
     command = ["node", "adapter.mjs"]             #   started in the folder that speaks docs/adapter-protocol.md;
                                                   #   a package-lock.json beside it: nox runs `npm ci` there
@@ -217,6 +219,7 @@ class Framework:
     adapter: Declaration | None = None  # what its adapter (`ADAPTER` of adapter.py) declares
     protocol: Protocol | None = None  # an adapter process in another language, in place of adapter.py
     counterpart: str = ""  # the adapter of the same framework in another language (shown side by side)
+    served: bool = True  # its full run serves it (harness/bench_plan.py SERVED_MATRIX); a CLI is run from a terminal
 
     @property
     def declarations(self) -> list[Declaration]:
@@ -282,7 +285,7 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: cannot read: {e}") from e
     except tomllib.TOMLDecodeError as e:
         raise FrameworkError(f"{path}: not valid TOML: {e}") from e
-    known = ("dependencies", "variants", "docs", "history", "protocol", "counterpart", *DECLARED)
+    known = ("dependencies", "variants", "docs", "history", "protocol", "counterpart", "served", *DECLARED)
     unknown = set(data) - set(known)
     if unknown:
         raise FrameworkError(f"{path}: unknown field(s) {', '.join(sorted(unknown))} (known: {', '.join(known)})")
@@ -294,6 +297,9 @@ def load(folder: Path) -> Framework:
     if not isinstance(counterpart, str) or (counterpart and not re.fullmatch(r"[a-z0-9][a-z0-9-]*", counterpart)):
         raise FrameworkError(f"{path}: counterpart: expected an adapter name (a framework folder, - for _), "
                              f"got {counterpart!r}")
+    served = data.get("served", True)
+    if not isinstance(served, bool):
+        raise FrameworkError(f"{path}: served: expected true or false, got {served!r}")
     name = adapter_name(folder.name)
     adapter = _declaration(data, Declaration(name), str(path))
     variants = []
@@ -315,7 +321,7 @@ def load(folder: Path) -> Framework:
         raise FrameworkError(f"{path}: stop_signals: only an adapter process ([protocol]) is stopped by a signal; a "
                              "Python adapter's stop mode is its stop_<mode> method")
     return Framework(name, folder, deps, tuple(variants), docs, _history(data.get("history"), deps, path), adapter,
-                     protocol, counterpart)
+                     protocol, counterpart, served)
 
 
 def _protocol(data: object, folder: Path, path: Path) -> Protocol | None:

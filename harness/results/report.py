@@ -311,6 +311,7 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     from harness.results.plots import write_plots
     from harness.results.provider_tables import billing_costs, per_provider
     from harness.results.scorecard import best_rule, public, scorecard
+    from harness.results.served_table import served_table
     from harness.results.site import SITE, claim_links, write_site
     from harness.results.variants import variant_table
 
@@ -357,6 +358,10 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
          "and 30 s after it, k/n; medians of how many, their memory in MB, the model asked and effects landed after "
          "the stop, resume's repeats) and how the process the user started exited", "orchestrators",
          orchestrator_table(full)),
+        ("The same button, served: each button's served trials (a server reacting to the client's stop presses it) "
+         "beside its in-process trials of the same conditions: k/N of each judgement, medians over ok trials, whether "
+         "the server's run ended, and what the path changes beyond the noise (a tie otherwise)", "served",
+         served_table(full)),
         ("Trials that did not finish ok", "problems", problems(full)),
         ("Measured on", "environments", environments(df)),
     ]
