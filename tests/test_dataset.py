@@ -311,9 +311,12 @@ def test_a_tokens_time_is_kept_to_the_microsecond_and_every_other_events_to_the_
     old.write_bytes(gzip.compress((json.dumps({"trial_id": "t1", "run_id": "r1", "events": events}) + "\n").encode()))
     (tmp_path / "run" / "raw").mkdir()
     kept = [1_000_000_123, 1_000_200_000, 1_000_201_000, 1_000_300_007, 999_999_999, 1_004_000_000]
+    (as_written,) = read_evidence(old)  # read as its published file will be
+    assert [e["t"] for e in as_written["events"]] == kept
+    assert read_runs(old, {"r1"}) == {"r1": as_written}
     publish(tmp_path / "run")
     (record,) = read_evidence(tmp_path / "run" / "evidence" / "fw.parquet")
-    assert [e["t"] for e in record["events"]] == kept
+    assert [e["t"] for e in record["events"]] == kept and record == as_written
     append_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz", "t1", "r1", events)
     assert list(read_evidence(tmp_path / "new" / "evidence" / "fw.jsonl.gz")) == [record]
 

@@ -121,13 +121,15 @@ def _member_lines(data: bytes) -> Iterator[str]:
 
 
 def read_evidence(path: Path) -> Iterator[dict[str, Any]]:
-    """Every complete record, in order."""
+    """Every complete record, in order, its events as the dataset keeps them (harness/results/dataset.py
+    `as_kept`): lines an older stopbench wrote with token times in ns read as their published file does, so every
+    reader (the report's timelines, timeline, repro, rederive) sees one evidence whichever kind of file holds it."""
     if dataset.is_dataset_file(path):
         yield from dataset.read_evidence(path)
         return
     for line in _member_lines(path.read_bytes()):
         record = json.loads(line)
-        record["events"] = unpack(record["events"])
+        record["events"] = dataset.as_kept(unpack(record["events"]))
         yield record
 
 
@@ -144,7 +146,7 @@ def read_runs(path: Path, run_ids: set[str]) -> dict[str, dict[str, Any]]:
             continue
         record = json.loads(line)
         if record["run_id"] in run_ids:
-            record["events"] = unpack(record["events"])
+            record["events"] = dataset.as_kept(unpack(record["events"]))
             found[record["run_id"]] = record
     return found
 

@@ -84,7 +84,7 @@ def publish_evidence(run: Path, to: Path) -> tuple[list[Path], list[Path]]:
         records: dict[str, dict[str, Any]] = {}
         for path in paths:
             for record in read_evidence(path):  # token times as the dataset keeps them (to TOKEN_TIME_NS)
-                records.setdefault(record["run_id"], {**record, "events": dataset.as_kept(record["events"])})
+                records.setdefault(record["run_id"], record)
         target = to / "evidence" / (name.removesuffix(".jsonl.gz") + dataset.SUFFIX)
         kept = list(records.values())
         _replace(target, lambda tmp, kept=kept: dataset.write_evidence(tmp, kept))
