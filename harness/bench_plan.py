@@ -11,9 +11,10 @@ from harness.billing import BILLING_MATRIX
 from harness.frameworks import Declaration, Framework
 from harness.providers import OTHER_PROVIDERS_ANCHORS
 
-#: the tool style of every matrix beyond the main one (which sweeps them all), where the framework has it, else its
-#: first (an orchestrator's MCP tools): so that providers, billing profiles and serving add a slice of the matrix
-#: and do not multiply every cell of it, and each slice meets the others and the main matrix in the same cells
+#: the tool style of every matrix beyond the main one (which sweeps them all), where the framework runs it in as many
+#: of its modes as any other style (else that style: smolagents has no async tools, an orchestrator only MCP's): so
+#: that providers, billing profiles and serving add a slice of the matrix and do not multiply every cell of it, and
+#: each slice meets the others and the main matrix in the same cells
 SLICE_TOOLS = "async"
 #: the mitigation comparison: every mode, q3_report at three event anchors, each harness-side mitigation
 MITIGATION_MATRIX = {"scenario": "q3_report",
@@ -33,8 +34,13 @@ SERVED_MATRIX = {"scenario": "q3_report", "offsets": ("on:effect_received:email"
 
 
 def slice_tools(declaration: Declaration) -> str:
-    """The tool style of the framework's matrices beyond the main one (SLICE_TOOLS)."""
-    return SLICE_TOOLS if SLICE_TOOLS in declaration.tool_styles else declaration.tool_styles[0]
+    """The tool style of the framework's matrices beyond the main one: of the styles it declares, one that the
+    most of its modes run in (none `unsupported`), SLICE_TOOLS first among equals, then in declared order."""
+    def runs(style: str) -> int:
+        return sum((mode, style) not in declaration.unsupported for mode in declaration.stop_modes)
+
+    return min(declaration.tool_styles, key=lambda style: (-runs(style), style != SLICE_TOOLS,
+                                                            declaration.tool_styles.index(style)))
 
 
 def served_paths(framework: Framework) -> tuple[str, ...]:

@@ -66,3 +66,16 @@ def test_the_reference_s_served_cells_are_its_modes_on_each_path_at_the_main_mat
                                 and s.host == "close" and s.mcp_launch == "direct")
     for s in served:
         assert cells[(s.mode, s.scenario, s.offset.text, s.tool_style, s.provider)] == 3
+
+
+def test_the_slices_run_in_the_style_the_most_modes_run_in_async_first_among_equals():
+    """smolagents declares async tools but none of its modes runs with them: its slices are sync; an orchestrator
+    has MCP tools only; a framework whose every mode runs async tools slices in async."""
+    assert slice_tools(FRAMEWORKS["smolagents"].adapter) == "sync"
+    assert slice_tools(FRAMEWORKS["codex-cli"].adapter) == "mcp"
+    assert slice_tools(FRAMEWORKS["pydantic-ai"].adapter) == "async"
+    for name, framework in FRAMEWORKS.items():
+        declaration = framework.adapter
+        ran = {st: sum((m, st) not in declaration.unsupported for m in declaration.stop_modes)
+               for st in declaration.tool_styles}
+        assert ran[slice_tools(declaration)] == max(ran.values()), name
