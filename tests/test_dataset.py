@@ -333,3 +333,68 @@ def test_an_evidence_file_reads_its_token_times_in_the_unit_it_was_written_in(tm
     monkeypatch.undo()
     (record,) = dataset.read_evidence(path)
     assert [e["t"] for e in record["events"]] == [1_000_000_123, 1_000_200_000, 1_000_220_000, 1_000_300_007]
+
+
+T0 = 1_000_000_000_000  # a ledger's clock, in ns
+
+
+def _ledger() -> list[dict]:
+    ms = 1_000_000
+    return [{"t": T0, "event": "mark", "name": "run_started", "data": None},
+            {"t": T0 + 1 * ms, "event": "llm_request", "req": 1, "api": "chat", "stream": True},
+            {"t": T0 + 10_400_000, "event": "token", "req": 1, "i": 0},  # nothing near: to the ms
+            {"t": T0 + 19_700_000, "event": "token", "req": 1, "i": 1},  # the anchor's time (in data) at 19.8
+            {"t": T0 + 20_200_000, "event": "token", "req": 1, "i": 2},  # rounds to 20.0: nothing between
+            {"t": T0 + 20_300_000, "event": "mark", "name": "stop_called",
+             "data": {"anchor_t": T0 + 19_800_000}},
+            {"t": T0 + 20_400_000, "event": "token", "req": 1, "i": 3},  # would round across the stop
+            {"t": T0 + 30_800_000, "event": "token", "req": 1, "i": 4},  # rounds onto the settle mark's time
+            {"t": T0 + 31 * ms, "event": "mark", "name": "settle", "data": {"deadline_at": T0 + 30_600_000}}]
+
+
+def test_a_published_token_is_kept_to_the_millisecond_unless_a_moment_of_its_ledger_lies_between():
+    """Known answer (dataset.as_published): each token to the ms, but where an event's time or a time in an event's
+    data (the anchor's, a deadline) lies between its time and that ms, inclusive; applied twice, the same."""
+    published = dataset.as_published(_ledger())
+    assert [e["t"] - T0 for e in published if e["event"] == "token"] == [
+        10_000_000, 19_700_000, 20_000_000, 20_400_000, 30_800_000]
+    assert [e for e in published if e["event"] != "token"] == [e for e in _ledger() if e["event"] != "token"]
+    assert dataset.as_published(published) == published
+    assert dataset.moments(_ledger()) == [T0 + x for x in (0, 1_000_000, 19_800_000, 20_300_000, 30_600_000,
+                                                          31_000_000)]
+
+
+def test_publish_rounds_a_trial_s_tokens_only_where_its_every_measure_derives_the_same(monkeypatch):
+    """published_events checks the rounding against the metrics: with the moments left out (a moment the rule did
+    not know of), the token after the stop would round before it and tokens_after_stop would move: the record is
+    kept as measured."""
+    from harness.results.metrics import compute
+    from harness.results.publish import Rounding, published_events
+    from harness.scenario import load_scenarios, parse_offset
+
+    scenarios = load_scenarios()
+    row = {"scenario": "q3_report", "scenario_hash": scenarios["q3_report"].digest, "offset": "at:20ms"}
+    measured = compute(_ledger(), scenarios["q3_report"], parse_offset("at:20ms"))
+    assert measured["tokens_after_stop"] == 2
+    done = Rounding()
+    assert published_events(_ledger(), row, scenarios, done) == dataset.as_published(_ledger())
+    assert published_events(_ledger(), None, scenarios, done) == _ledger()  # no row: nothing to check it against
+    monkeypatch.setattr(dataset, "moments", lambda events: [])
+    assert published_events(_ledger(), row, scenarios, done) == _ledger()
+    assert (done.rounded, done.kept) == (1, 2)
+
+
+def test_a_published_streamed_run_has_its_token_times_rounded_and_derives_the_same(tmp_path, capsys):
+    """The reference streams q3_report's answers: published, most of its token times are whole milliseconds, and
+    every row derives the same from them (rederive changes nothing)."""
+    from harness.results.rederive import rederive
+
+    folder = tmp_path / "results"
+    run("reference", folder, offsets=["on:token:40", "on:effect_received:email"], tool_styles=["async"])
+    assert cli(["publish", str(folder), "--remove-working"]) == 0
+    assert "token times to the millisecond in 2 trial(s), as measured in 0" in capsys.readouterr().err
+    tokens = [e["t"] for path in evidence_files(folder) for r in read_evidence(path) for e in r["events"]
+              if e["event"] == "token"]
+    assert len(tokens) > 60 and sum(t % dataset.TOKEN_ROUND_NS == 0 for t in tokens) > len(tokens) * 0.9
+    done = rederive(folder)
+    assert (done.rows, done.rederived, done.changed) == (2, 2, 0)

@@ -9,10 +9,11 @@ Rows: one column per field, typed by the values it holds (a field with mixed typ
 text); a field whose value is the same in every row of the file (versions, git sha, platform, python, ...)
 is stored once, in the file's metadata, not in a column; `_absent` names the fields a row was written
 without, so a row reads back exactly as it was. Evidence: one line per event (token events as they are,
-not packed): the nanosecond gap to the event before it in the trial, the event's name, `req` and `i`, and
-its other keys as JSON; a record's keys beyond these (what its processes printed, `output`) as JSON on its first
-line. The metadata of each file carries `FORMAT_VERSION` and, for rows, the row format's
-`schema_version`; a reader refuses a newer one than it knows (`DatasetError`) rather than misread it.
+not packed): its time as a gap to the event before it (tokens in microseconds, rounded to the millisecond where
+no measure can tell: `as_published`), the event's name, `req` and `i`, and its other keys as JSON; a record's
+keys beyond these (what its processes printed, `output`) as JSON on its first line. The metadata of each file
+carries `FORMAT_VERSION` and, for rows, the row format's `schema_version`; a reader refuses a newer one than it
+knows (`DatasetError`) rather than misread it.
 """
 
 from __future__ import annotations
@@ -180,6 +181,62 @@ def as_kept(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and e["t"] % TOKEN_TIME_NS else e for e in events]
 
 
+#: a published token's time is rounded to the millisecond unless another moment of its trial lies between its time
+#: and that millisecond, where it stays at TOKEN_TIME_NS. A token time enters a measure only as a side of a
+#: comparison with such a moment (after the stop, in the resume, before a runaway's cut: harness/results/metrics.py),
+#: which no rounding then crosses, so every measure derives the same from the published evidence as from the run's
+#: (publish checks it); what a coarser token gives up is its place within the millisecond on a timeline. A token gap
+#: then takes about a bit where it took ten (token events are nine in ten of a ledger).
+TOKEN_ROUND_NS = 1_000_000
+
+
+def _times_in(value: Any, lo: int, hi: int, into: list[int]) -> None:
+    """Every whole number within [lo, hi] found in `value` (a deadline, an anchor's time in a mark's data)."""
+    if type(value) is int:
+        if lo <= value <= hi:
+            into.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _times_in(v, lo, hi, into)
+    elif isinstance(value, list):
+        for v in value:
+            _times_in(v, lo, hi, into)
+
+
+def moments(events: list[dict[str, Any]]) -> list[int]:
+    """The moments a token's time may be compared with, sorted: every other event's time and every time in its
+    keys (within the ledger's span, widened by TOKEN_ROUND_NS)."""
+    times = [e["t"] for e in events if type(e.get("t")) is int]
+    if not times:
+        return []
+    lo, hi = min(times) - TOKEN_ROUND_NS, max(times) + TOKEN_ROUND_NS
+    found: list[int] = []
+    for e in events:
+        if e.get("event") != TOKEN:
+            _times_in(e, lo, hi, found)
+    return sorted(set(found))
+
+
+def as_published(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events as the published evidence keeps them: as_kept, each token then to the millisecond where no moment
+    of the ledger (`moments`) lies between its time and that millisecond (TOKEN_ROUND_NS). Applied twice, the
+    same."""
+    import bisect
+
+    kept = as_kept(events)
+    between = moments(kept)
+    out = []
+    for e in kept:
+        t = e.get("t")
+        if e.get("event") == TOKEN and type(t) is int:
+            rounded = (t + TOKEN_ROUND_NS // 2) // TOKEN_ROUND_NS * TOKEN_ROUND_NS
+            lo, hi = min(t, rounded), max(t, rounded)
+            if rounded != t and bisect.bisect_left(between, lo) == bisect.bisect_right(between, hi):
+                e = {**e, "t": rounded}
+        out.append(e)
+    return out
+
+
 def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
     """Each record's events, one line per event (an empty record as one line without an event), times as gaps:
     the record's first line its time, then each token's gap to the token before it (or to the first line) in
@@ -217,7 +274,8 @@ def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
             cols["extra"].append(json.dumps(extra, separators=(",", ":")) if extra and k == 0 else None)
     types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64()}
     table = pa.table({name: pa.array(values, type=types.get(name, pa.string())) for name, values in cols.items()})
-    table = table.replace_schema_metadata(_metadata("evidence", records=len(records), token_time_ns=TOKEN_TIME_NS))
+    table = table.replace_schema_metadata(_metadata("evidence", records=len(records), token_time_ns=TOKEN_TIME_NS,
+                                                    token_round_ns=TOKEN_ROUND_NS))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, use_dictionary=["trial_id", "run_id", "event", "rest"],
                    column_encoding={"record": "DELTA_BINARY_PACKED", "dt": "BYTE_STREAM_SPLIT",

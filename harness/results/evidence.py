@@ -12,7 +12,7 @@ Streamed tokens are most of a ledger (a long answer is 2,000 `token` events), so
 token events of one request is stored as one `tokens` entry: the first one's time `t`, its index `i0`,
 and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly as they
 were kept, and a token's time is kept to the microsecond (dataset.TOKEN_TIME_NS: its nanoseconds are scheduling
-noise), in both kinds of file.
+noise); the published dataset keeps it to the millisecond where no measure can tell (dataset.as_published).
 """
 
 from __future__ import annotations
@@ -207,8 +207,9 @@ def _describe(e: dict[str, Any]) -> str:
 
 def timeline(record: dict[str, Any]) -> str:
     """The trial's ledger as lines `+ms  event`, from run start; a run of tokens is one line, and the
-    moment stop was pressed is the line every "after the stop" count starts from."""
-    events = sorted(record["events"], key=lambda e: e["t"])
+    moment stop was pressed is the line every "after the stop" count starts from. Token times as published
+    (dataset.as_published): the same lines from a run's evidence and from the dataset's."""
+    events = sorted(dataset.as_published(record["events"]), key=lambda e: e["t"])
     start = next((e["t"] for e in events if e["event"] == Event.MARK and e.get("name") == Mark.RUN_STARTED),
                  events[0]["t"] if events else 0)
     lines = [f"trial {record['trial_id']}  run {record['run_id']}  ({len(events)} events; ms from run_started)"]

@@ -21,8 +21,9 @@ from typing import Any
 
 from harness.results import dataset
 from harness.results.evidence import evidence_files, evidence_name, read_evidence
-from harness.results.rows import jsonl_name, raw_files, read_rows
+from harness.results.rows import adapter_raw_files, jsonl_name, raw_files, read_rows
 from harness.results.schema import SCHEMA_VERSION
+from harness.scenario import Scenario, load_scenarios, parse_offset
 
 MANIFEST = "dataset.json"
 
@@ -36,6 +37,7 @@ class Published:
     manifest: Path
     written: list[Path] = field(default_factory=list)
     working: list[Path] = field(default_factory=list)  # the JSON Lines the dataset now holds
+    rounding: Rounding = field(default_factory=lambda: Rounding())
 
 
 def runs_under(folder: Path) -> list[Path]:
@@ -77,15 +79,51 @@ def publish_rows(run: Path, to: Path) -> tuple[list[Path], list[Path]]:
     return written, working
 
 
-def publish_evidence(run: Path, to: Path) -> tuple[list[Path], list[Path]]:
-    """Each adapter's evidence of `run` as `to/evidence/<adapter>.parquet`, every record once (by run_id)."""
+@dataclass
+class Rounding:
+    """How many records' token times `publish` rounded (dataset.as_published), and how many it kept as measured:
+    no row to check them against, or a measure that would have moved."""
+
+    rounded: int = 0
+    kept: int = 0
+
+
+def published_events(events: list[dict[str, Any]], row: dict[str, Any] | None,
+                     scenarios: dict[str, Scenario], done: Rounding) -> list[dict[str, Any]]:
+    """A record's events as published: token times rounded (dataset.as_published) when its row's every measured
+    field derives the same from them as from the events as measured; else as measured (a record without a row, or
+    whose scenario changed since, cannot be checked and is kept as measured too)."""
+    from harness.results.metrics import compute
+
+    published = dataset.as_published(events)
+    if published == events:
+        return events
+    scenario = scenarios.get(str((row or {}).get("scenario")))
+    if row is not None and scenario is not None and scenario.digest == row.get("scenario_hash"):
+        offset = parse_offset(str(row["offset"]))
+        if compute(published, scenario, offset) == compute(events, scenario, offset):
+            done.rounded += 1
+            return published
+    done.kept += 1
+    return events
+
+
+def publish_evidence(run: Path, to: Path, done: Rounding | None = None) -> tuple[list[Path], list[Path]]:
+    """Each adapter's evidence of `run` as `to/evidence/<adapter>.parquet`, every record once (by run_id), its
+    token times rounded where no measure moves (`published_events`)."""
     written, working = [], []
+    done = Rounding() if done is None else done
+    scenarios = load_scenarios()
     for name, paths in _stems(evidence_files(run), evidence_name).items():
+        stem = name.removesuffix(".jsonl.gz")
+        rows = {r.get("run_id"): r for r in read_rows(adapter_raw_files(run, stem))[0]}
         records: dict[str, dict[str, Any]] = {}
         for path in paths:
-            for record in read_evidence(path):  # token times as the dataset keeps them (to TOKEN_TIME_NS)
-                records.setdefault(record["run_id"], record)
-        target = to / "evidence" / (name.removesuffix(".jsonl.gz") + dataset.SUFFIX)
+            for record in read_evidence(path):  # token times as measured (to TOKEN_TIME_NS)
+                if record["run_id"] not in records:
+                    records[record["run_id"]] = {**record, "events": published_events(
+                        record["events"], rows.get(record["run_id"]), scenarios, done)}
+        target = to / "evidence" / (stem + dataset.SUFFIX)
         kept = list(records.values())
         _replace(target, lambda tmp, kept=kept: dataset.write_evidence(tmp, kept))
         if list(dataset.read_evidence(target)) != kept:
@@ -157,8 +195,7 @@ def publish(src: Path, to: Path | None = None) -> Published:
     done = Published(to / MANIFEST)
     for run in runs:
         out = to / run.relative_to(src)
-        for step in (publish_rows, publish_evidence):
-            written, working = step(run, out)
+        for written, working in (publish_rows(run, out), publish_evidence(run, out, done.rounding)):
             done.written += written
             done.working += working
     write_manifest(to)

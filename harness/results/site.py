@@ -23,6 +23,7 @@ from typing import Any
 from harness.frameworks import discover
 from harness.results import schema
 from harness.results.counterparts import COLUMNS
+from harness.results.dataset import as_published
 from harness.results.evidence import adapter_evidence, read_evidence
 from harness.results.findings import NO_ISSUE, Finding
 from harness.results.glossary import NOTATION, glossary_terms, header_links
@@ -77,8 +78,10 @@ def view(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @functools.lru_cache(maxsize=2)  # one adapter's button pages come one after the other: read its files once
 def _views(paths: tuple[Path, ...]) -> dict[str, str]:
-    """trial_id -> that trial's timeline (`view` of its evidence) as one JSON line; a later file's record wins."""
-    return {r["trial_id"]: json.dumps({**r, "events": view(r["events"])}, separators=(",", ":"), sort_keys=True)
+    """trial_id -> that trial's timeline (`view` of its evidence, its token times as published: the page is the same
+    from a run's lines and from the dataset) as one JSON line; a later file's record wins."""
+    return {r["trial_id"]: json.dumps({**r, "events": view(as_published(r["events"]))}, separators=(",", ":"),
+                                      sort_keys=True)
             for path in paths for r in read_evidence(path)}
 
 
