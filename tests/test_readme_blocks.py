@@ -145,3 +145,30 @@ def test_no_adapter_readme_types_a_share_outside_its_block():
 def test_a_typed_share_is_found_and_a_version_or_anchor_is_not():
     assert SHARE_FIGURE.findall("leaked 9/9, at:150ms, openai 3.57.0, PR #6564, a/b 1/2") == ["9/9", "1/2"]
     assert SHARE_FIGURE.findall("see results/raw/x.jsonl and https://h/1/2") == []
+
+
+def test_the_block_shows_each_provider_and_the_served_stop_when_the_rows_have_them(planted):
+    """Rows of a second provider and served rows add the report's per-provider and served lines to the block,
+    exactly as those tables make them."""
+    root, results = planted
+    email, mid = "on:effect_received:email", "on:token:40"
+    rows = [planted_trial(mode, offset, rep, provider="anthropic", tokens_after_stop=7)
+            for mode in ("cancel", "abandon") for offset in (email, mid) for rep in (1, 2)]
+    rows += [planted_trial("cancel", offset, rep, serve_path="starlette-sse", client_stop="disconnect",
+                           served_stop_seen_ms=3.0, served_run_ended=True) for offset in (email, mid) for rep in (1, 2)]
+    for row in rows:
+        append_row(results / "raw" / "fw.jsonl", {**row, "trial_id": row["trial_id"] + "-" + str(
+            row.get("provider", "")) + str(row.get("serve_path", ""))})
+    readme_blocks.update(results, root)
+    block = (root / "adapters" / "fw" / "README.md").read_text().split(readme_blocks.BEGIN)[1]
+    providers = block.split("**On each provider**")[1].split("\n\n")[1].splitlines()
+    assert providers[0].startswith("| provider | adapter | mode | N | best |")
+    assert [line.split(" | ")[:4] for line in providers[2:]] == [
+        ["| anthropic", "fw", "`abandon`", "4"], ["| anthropic", "fw", "`cancel`", "4"],
+        ["| openai", "fw", "`abandon`", "4"], ["| openai", "fw", "`cancel`", "4"]]
+    served = block.split("**Served**")[1].split("\n\n")[1].splitlines()
+    assert [line.split(" | ")[:6] for line in served[2:]] == [
+        ["| fw", "`cancel`", "in-process", "", "4", "4/4"], ["| fw", "`cancel`", "starlette-sse", "disconnect", "4",
+                                                               "4/4"]]
+    assert served[3].endswith("| 4/4 | tie |")
+    assert "**What a stop costs" not in block  # no other billing profile was played

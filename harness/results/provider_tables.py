@@ -40,11 +40,15 @@ def per_provider(full, billing: dict[str, str]) -> Any:
     return pd.DataFrame(out)
 
 
+#: a billing table cell where the profile was not played
+NOT_MEASURED_COST = "not measured"
+
+
 def _tokens(rows) -> str:
-    """`median [min..max] (N)` of tokens billed after the stop over ok trials; `not measured` when none."""
+    """`median [min..max] (N)` of tokens billed after the stop over ok trials; NOT_MEASURED_COST when none."""
     t = rows.loc[is_ok(rows), "tokens_after_stop"].dropna()
     if t.empty:
-        return "not measured"
+        return NOT_MEASURED_COST
     return f"{t.median():g} [{t.min():g}..{t.max():g}] ({len(t)})"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from harness.frameworks import ROOT, Framework, discover
 from harness.results import schema
 from harness.results.markup import slug
+from harness.results.provider_tables import NOT_MEASURED_COST
 
 BEGIN = ("<!-- measured: generated from the published rows by `python -m harness.results.readme_blocks --update`; "
          "do not edit by hand -->")
@@ -43,6 +44,9 @@ class Measured:
     summary: Any  # report.py summary: one line per button
     orphans: Any  # orphans.py orphan_table: one line per adapter x MCP launch
     shas: str  # the commits the rows were measured at
+    providers: Any = None  # provider_tables.py per_provider: one line per provider x button (two providers or more)
+    billing: Any = None  # provider_tables.py billing_costs: one line per best button x provider
+    served: Any = None  # served_table.py served_table: one line per button x serve path
 
 
 def measure(results_dir: Path) -> Measured:
@@ -50,19 +54,25 @@ def measure(results_dir: Path) -> Measured:
     leaves them out)."""
     from harness.results.capability import capability_rows
     from harness.results.orphans import orphan_table
+    from harness.results.provider_tables import billing_costs, per_provider
     from harness.results.report import capability, load, summary
     from harness.results.scorecard import scorecard
     from harness.results.selection import in_main_matrix
-    from harness.results.settings import at_home_rows
+    from harness.results.served_table import served_table
+    from harness.results.settings import at_home_rows, scenario_billing
+    from harness.scenario import load_scenarios
 
     every, _ = load(results_dir)
     full = at_home_rows(every)  # as the report's headline reads them
     if full.empty:
-        return Measured(full, [], full, full, full, "")
+        return Measured(full, [], full, full, full, "", full, full, full)
     main = full[in_main_matrix(full)]
     caps = capability_rows(main)
+    cards = scorecard(main, caps)
     shas = ", ".join(sorted(main["git_sha"].astype(str).str[:7].unique()))
-    return Measured(main, scorecard(main, caps), capability(main, caps), summary(main), orphan_table(full), shas)
+    return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full), shas,
+                    per_provider(every, scenario_billing(load_scenarios())), billing_costs(every, cards),
+                    served_table(full))
 
 
 def _markdown(table) -> str:
@@ -185,6 +195,27 @@ def block(folder: Framework, measured: Measured, results: str) -> str:
     if not orphans.empty:
         parts += ["**Orphan matrix** (the MCP server launched each way, after `close()` and after a host crash):", "",
                   _markdown(orphans)]
+    providers = _of(measured.providers, adapters)
+    if providers is not None and not providers.empty:
+        parts += ["**On each provider** (through the framework's own client for it, at its defaults; the report's "
+                  "per-provider table: verdicts, medians over ok trials, and whether the button is in the best set "
+                  "on that provider):", "", _markdown(providers.assign(mode=[f"`{m}`" for m in providers["mode"]]))]
+    billing = measured.billing
+    if billing is not None and not billing.empty:  # where another profile than the default was played
+        from harness.billing import DEFAULT_PROFILE, PROFILES
+
+        played = [name for name in PROFILES if name != DEFAULT_PROFILE.name and name in billing]
+        billing = billing[(billing["framework"] == folder.name)
+                          & (billing[played] != NOT_MEASURED_COST).any(axis=1)].reset_index(drop=True)
+    if billing is not None and not billing.empty:
+        parts += ["**What a stop costs under each billing profile** (tokens billed after the stop by its best "
+                  "buttons, median [min..max] (ok trials), over the conditions where the other profile was played):",
+                  "", _markdown(billing)]
+    served = _of(measured.served, adapters)
+    if served is not None and not served.empty:
+        parts += ["**Served** (each button's served trials beside its in-process trials of the same conditions: k/N "
+                  "of each judgement, medians, whether the server's run ended, and what the path changes beyond the "
+                  "noise):", "", _markdown(served.assign(mode=[f"`{m}`" for m in served["mode"]]))]
     parts.append(END)
     return "\n".join(parts)
 
