@@ -66,8 +66,7 @@ def bench_args(framework: Framework, reps: str) -> list[str]:
         + " ".join(f"--offset {x}" for x in m["offsets"]) + " "
         + " ".join(f"--mitigation {x}" for x in m["mitigations"]),
         f"--scenario {o['scenario']} --offset {o['offset']} --tools {o['tools']} "
-        + " ".join(f"--mcp-launch {x}" for x in o["launches"]) + " " + " ".join(f"--host {x}" for x in o["hosts"])
-        + f" --reps {reps}",
+        + " ".join(f"--mcp-launch {x}" for x in o["launches"]) + " " + " ".join(f"--host {x}" for x in o["hosts"]),
         *(f"--provider {p} --anchors {OTHER_PROVIDERS_ANCHORS} --tools {tools}" for p in others),
         *(f"--provider {p} --billing {BILLING_MATRIX['billing']} --anchors {BILLING_MATRIX['anchors']} "
           f"--tools {tools} " + " ".join(f"--scenario {x}" for x in BILLING_MATRIX["scenarios"])

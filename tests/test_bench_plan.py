@@ -22,7 +22,9 @@ def planned(name: str, reps: str = "3"):
     framework = FRAMEWORKS[name]
     declaration = framework.adapter
     cls = type(f"Declared_{name}", (Adapter,), {**declaration.attributes(), "name": name})
-    args = build_parser().parse_args(["run", "--adapter", name, *bench_args(framework, reps)])
+    planned_args = bench_args(framework, reps)
+    assert all(text.count("--reps") == 1 for text in planned_args[planned_args.index("--also") + 1::2])
+    args = build_parser().parse_args(["run", "--adapter", name, *planned_args])
     opts = RunOptions(adapter=name, reps=args.reps, providers=args.provider or [])
     opts.also = [_also(opts, text) for text in args.also]
     return plan_all(cls, opts, load_scenarios())
