@@ -30,6 +30,7 @@ ALLOWED = {
     "stop_button": set(),  # standard library only: the harness presses it, the tools' sends may ask it
     "install_state": set(),  # standard library only: noxfile.py reads it before any environment exists
     "npm_install": {"frameworks"},  # standard library only: noxfile.py installs JS adapters with it
+    "bench_plan": {"frameworks", "billing", "providers"},  # standard library only: noxfile.py's bench matrices
     "billing": set(),  # standard library only: the providers' billing profiles, data with their sources
     "model_rule": set(),  # standard library only: how the world's model reads tool results, data with its source
     "tools": {"vocabulary", "clock", "stop_button"},

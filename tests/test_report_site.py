@@ -140,11 +140,14 @@ def test_a_frameworks_page_names_no_path_to_the_checkout_from_a_folder_outside_i
     (the page names the file), so two folders at different depths render the same bytes."""
     monkeypatch.setattr("harness.results.findings.load_upstream", lambda: UPSTREAM)
     monkeypatch.delenv("STOPBENCH_SOURCE_URL", raising=False)
-    published = (ROOT / "results" / "raw" / "reference.jsonl").read_text().splitlines(keepends=True)[:40]
+    from harness.results.rows import adapter_raw_files, append_row, read_rows
+
+    published = read_rows(adapter_raw_files(ROOT / "results", "reference"))[0][:40]  # the dataset's, or the lines'
+    assert published
     pages = []
     for folder in (tmp_path / "one" / "results", tmp_path / "two" / "deeper" / "results"):
-        (folder / "raw").mkdir(parents=True)
-        (folder / "raw" / "reference.jsonl").write_text("".join(published))
+        for row in published:
+            append_row(folder / "raw" / "reference.jsonl", row)
         write_report(folder, folder)
         pages.append((folder / "site" / "frameworks" / "reference.html").read_bytes())
     assert pages[0] == pages[1]
