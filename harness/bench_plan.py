@@ -12,7 +12,7 @@ from harness.frameworks import Declaration, Framework
 from harness.providers import OTHER_PROVIDERS_ANCHORS
 
 #: the tool style of every matrix beyond the main one (which sweeps them all), where the framework runs it in as many
-#: of its modes as any other style (else that style: smolagents has no async tools, an orchestrator only MCP's): so
+#: of its modes as any other style (else that style: a framework whose modes run no async tools, a CLI's MCP): so
 #: that providers, billing profiles and serving add a slice of the matrix and do not multiply every cell of it, and
 #: each slice meets the others and the main matrix in the same cells
 SLICE_TOOLS = "async"
