@@ -189,6 +189,8 @@ class VerdictRule:
     column: str
     rule: str
     judge: Callable[[Any], Verdict]
+    #: judged on what a resume did, which the world's model rule decides in part (harness/model_rule.py)
+    reads_resume: bool = False
 
 
 VERDICTS: tuple[VerdictRule, ...] = (
@@ -203,12 +205,13 @@ VERDICTS: tuple[VerdictRule, ...] = (
                 "failed in resume: named, \"(k/n: 1 hung in resume)\"): yes if resume reached the final answer "
                 "without asking the model a completed turn again (resume_ok and resume_llm_replays == 0) in every "
                 "one; partly if in some; no if in none; \"no resume\" if the adapter has none; \"-\" if no trial "
-                "got to a resume.", state_kept_verdict),
-    VerdictRule("can resume", "resume_ok in k of those n resumed trials (yes = all, no = none).", can_resume),
+                "got to a resume.", state_kept_verdict, reads_resume=True),
+    VerdictRule("can resume", "resume_ok in k of those n resumed trials (yes = all, no = none).", can_resume,
+                reads_resume=True),
     VerdictRule("repeats effect", "yes if resume_duplicate_effects > 0 (an effect of before the resume that the "
                 "resume committed again) in any trial, k/n of the trials that started a resume; else no. A retry "
                 "within one phase (retry_duplicate_effects: the agent called a tool again) is not counted.",
-                repeats_effect),
+                repeats_effect, reads_resume=True),
     VerdictRule("compensated", "over every trial, hung and failed too (a leak is a leak): yes if every effect "
                 "committed after the stop was compensated (effects_leaked == 0 where effects_after_stop > 0); no if "
                 "none was; partly (k/n) if some; \"-\" if no effect landed after a stop.", compensated),

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.model_rule import RULE_BEFORE, RULES
+from harness.results.capability import VERDICT
 from harness.results.judgement import Word
 
 #: summary.json's layout; a reader refuses a newer one
@@ -78,17 +80,36 @@ def best_cause(old: list[str], new: list[str], new_buttons: dict[str, dict[str, 
             "anchors judged, nothing-to-stop trials left out, ties within the interval kept: " + "; ".join(parts))
 
 
-def verdict_cause(column: str, button: dict[str, Any] | None) -> str:
-    """Why a capability verdict's word moved, from what the new judgement read."""
-    causes = []
+#: the cause of a judgement of a button or framework the old report has no rows of
+NEW_IN_THIS_REPORT = "new in this report: the old one has no rows of it"
+
+
+def model_rules(summary: dict[str, Any]) -> dict[str, int]:
+    """The model rules the judged rows were measured under; a summary without them was written before the world had
+    rules, when its model counted results (`RULE_BEFORE`, as rows of then are read)."""
+    return summary.get("model_rules") or {RULE_BEFORE.name: summary.get("trials", {}).get("main", 0)}
+
+
+def rule_change(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """The cause a resume verdict gets when the world's model read tool results by another rule; "" if the same."""
+    was, now = sorted(model_rules(old)), sorted(model_rules(new))
+    if was == now:
+        return ""
+    meaning = "; ".join(f"`{n}`: {RULES[n].meaning}" if n in RULES else f"`{n}`" for n in now)
+    return f"the world's model rule changed from {', '.join(was)} to {', '.join(now)} ({meaning})"
+
+
+def verdict_cause(column: str, button: dict[str, Any] | None, remeasured: bool = False, rule_moved: str = "") -> str:
+    """Why a capability verdict's word moved, from what the new judgement read, and whether the rows are others."""
+    causes = ["its rows were measured again"] if remeasured else []
+    if rule_moved and column in VERDICT and VERDICT[column].reads_resume:
+        causes.append(rule_moved)
     nothing = (button or {}).get("shares", {}).get("nothing_to_stop", {}).get("k", 0)
     if nothing:
         causes.append(f"{nothing} trial(s) with nothing left to stop left out")
     if column == "can abort" and (button or {}).get("time_judged"):
         causes.append(f"{button['time_judged']} time-anchored trial(s) whose stop fired on time judged too")
-    if column == "repeats effect":
-        causes.append("resume_duplicate_effects is null after a runaway's cut (rows derived again)")
-    if not causes:
+    if len(causes) == remeasured:
         causes.append("the rule reads the same predicate as the scorecard now")
     return "; ".join(causes)
 
@@ -116,17 +137,19 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
         a, b = old_best.get(fw, []), new_best.get(fw, [])
         if a != b:
             out.append({"what": f"{fw}: best button", "old": " = ".join(a) or "-", "new": " = ".join(b) or "-",
-                        "cause": best_cause(a, b, new_buttons, old_buttons)})
+                        "cause": best_cause(a, b, new_buttons, old_buttons) if a else NEW_IN_THIS_REPORT})
     old_words, new_words = words(old), words(new)
-    new_verdicts = new.get("capability_verdicts", {})
+    old_verdicts, new_verdicts = old.get("capability_verdicts", {}), new.get("capability_verdicts", {})
+    remeasured, rule_moved = old.get("trials") != new.get("trials"), rule_change(old, new)
     for key in sorted(set(old_words) | set(new_words)):
         for column in dict.fromkeys([*old_words.get(key, {}), *new_words.get(key, {})]):
             a, b = old_words.get(key, {}).get(column), new_words.get(key, {}).get(column)
             if a != b:
-                verdict = new_verdicts.get(key, {}).get(column)
-                out.append({"what": f"{key}: {column}", "old": str(a or "-"),
+                verdict, was = new_verdicts.get(key, {}).get(column), old_verdicts.get(key, {}).get(column)
+                out.append({"what": f"{key}: {column}", "old": was["text"] if was else str(a or "-"),
                             "new": verdict["text"] if verdict else str(b or "-"),
-                            "cause": verdict_cause(column, new_buttons.get(key))})
+                            "cause": verdict_cause(column, new_buttons.get(key), remeasured, rule_moved)
+                            if key in old_verdicts else NEW_IN_THIS_REPORT})
     old_claims = {c["id"]: c for c in old.get("claims", [])}
     for c in new.get("claims", []):
         was = old_claims.get(c["id"])
@@ -141,9 +164,15 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
 
 def compare_judgements(old_dir: Path, new_dir: Path) -> str:
     """Markdown: every best button, capability verdict and claim whose conclusion differs, with its cause."""
-    moved = diff(load_summary(old_dir), load_summary(new_dir))
+    old, new = load_summary(old_dir), load_summary(new_dir)
+    moved = diff(old, new)
+    rows = ("" if old.get("trials") == new.get("trials") else
+            f" The two reports read different rows ({old.get('trials', {}).get('rows', '?')} of the main and orphan"
+            f" matrices, then {new.get('trials', {}).get('rows', '?')}):"
+            " a verdict of a button measured in both can move with its rows as well as with the rule.")
     lines = [f"# stopbench compare --judgements: {old_dir} -> {new_dir}", "",
-             f"{len(moved)} judgement(s) moved: best buttons, capability verdicts (by their words) and claims.", "",
+             f"{len(moved)} judgement(s) moved: best buttons, capability verdicts (by their words) and claims." + rows,
+             "",
              "| what | old | new | cause |", "|---|---|---|---|"]
     lines += [f"| {m['what']} | {m['old']} | {m['new']} | {m['cause']} |".replace("\n", " ") for m in moved]
     return "\n".join(lines) + "\n"

@@ -239,6 +239,13 @@ def trial_counts(full, df) -> dict[str, int]:
             "references": sum(is_reference(f) for f in df["framework"].unique())}
 
 
+def model_rules(df) -> dict[str, int]:
+    """How many of the judged rows each model rule measured (harness/model_rule.py): the resume verdicts read it."""
+    if "model_rule" not in df.columns:
+        return {}
+    return {str(k): int(v) for k, v in df["model_rule"].value_counts().sort_index().items()}
+
+
 def counts_text(c: dict[str, int]) -> str:
     ref = {0: "", 1: " and the reference agent"}.get(c["references"], f" and {c['references']} reference agents")
     frameworks = f"{c['frameworks']} agent framework" + ("" if c["frameworks"] == 1 else "s")
@@ -375,7 +382,8 @@ def write_report(raw_dir: Path, to: Path, reproduce: Reproduce | None = None) ->
     rule = best_rule()
     summary_json = to / "summary.json"
     summary_json.write_text(json.dumps({
-        "format": SUMMARY_FORMAT, "trials": counts, "best_rule": rule, "scorecard": public(cards),
+        "format": SUMMARY_FORMAT, "trials": counts, "model_rules": model_rules(df), "best_rule": rule,
+        "scorecard": public(cards),
         "capability_verdicts": {f"{a}/{m}": {col: v.as_dict() for col, v in verdicts.items()}
                                 for (a, m), verdicts in caps.items()},
         "claims": [{**{k: c[k] for k in ("id", "framework", "claim", "rule", "rule_text", "verdict", "evidence",
