@@ -159,3 +159,9 @@ def test_served_rows_are_kept_out_of_the_main_matrix():
     assert in_main_matrix({}) and in_main_matrix({"serve_path": IN_PROCESS})
     assert not in_main_matrix({"serve_path": "starlette-sse"})
     assert "serve_path" in CELL  # a served trial is a cell of its own, never a repetition of the in-process one
+
+
+def test_a_served_row_of_the_same_code_and_versions_is_not_run_again(tmp_path):
+    (row,) = run(ADAPTER, tmp_path, offsets=AT_FIRST_REQUEST, serve_paths=[KA + "STOPS"])
+    assert {"starlette", "sse-starlette", "uvicorn"} <= set(row["versions"])  # the serving stack is named
+    assert run(ADAPTER, tmp_path, offsets=AT_FIRST_REQUEST, serve_paths=[KA + "STOPS"]) == []

@@ -185,7 +185,9 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     # the newest row per trial, published (the dataset) or not (the run's own lines)
     rows_there, unreadable = read_rows(adapter_raw_files(opts.out, adapter_cls.name))
     digest, versions, sources = adapter_digest(adapter_cls), adapter_cls.versions(), adapter_cls.sources()
-    done = {r["trial_id"] for r in rows_there if is_current(r, digest, versions, sources)}
+    done = {r["trial_id"] for r in rows_there
+            if is_current(r, digest, trial_versions(versions, (r.get("serve_path") or IN_PROCESS) != IN_PROCESS),
+                          sources)}
     for bad in unreadable:
         print(f"stopbench: unreadable line skipped (its trial runs again): {bad}", file=log, flush=True)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
@@ -358,6 +360,12 @@ class LaterRepetitions:
         return out
 
 
+def trial_versions(versions: dict[str, str], served: bool) -> dict[str, str]:
+    """A row's `versions`: the framework's, and for a served trial the serving stack's beside them; a bench
+    compares a row against the same, so a served row of these versions is current."""
+    return {**versions, **(serving_versions() if served else {})}
+
+
 def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measured: dict[str, Any],
          versions: dict[str, str], env: dict[str, Any]) -> dict[str, Any]:
     """One row, its fields as harness/results/schema.py declares them. `adapter` is the adapter's declared name
@@ -371,7 +379,7 @@ def _row(spec: TrialSpec, adapter_cls: type[Adapter], scenario: Scenario, measur
         "mitigation": spec.mitigation.name, "host": spec.host, "provider": spec.provider,
         "serve_path": spec.serve_path,
         "client_stop": path.client_stop if (path := serve_path(spec.serve_path)) else None,
-        "rep": spec.rep, "seed": spec.seed, "versions": {**versions, **(serving_versions() if path else {})},
+        "rep": spec.rep, "seed": spec.seed, "versions": trial_versions(versions, path is not None),
         "finished_at": now_iso(), **env, **measured,
     }
 
