@@ -172,3 +172,20 @@ def test_the_block_shows_each_provider_and_the_served_stop_when_the_rows_have_th
                                                                "4/4"]]
     assert served[3].endswith("| 4/4 | tie |")
     assert "**What a stop costs" not in block  # no other billing profile was played
+
+
+def test_a_clis_block_shows_what_it_left_after_each_stop(planted):
+    """Rows that took a census (an orchestrator's) add the report's orchestrator lines: survivors at 5 s and 30 s,
+    their memory, and how the process the user started exited."""
+    root, results = planted
+    for rep in (1, 2):
+        append_row(results / "raw" / "fw.jsonl", planted_trial(
+            "cancel", "on:effect_received:email", rep, trial_id=f"fw-census-{rep}", survivors_5s=2 * (rep - 1),
+            survivors_30s=rep - 1, survivors_30s_rss_bytes=(rep - 1) * 26_200_000, exit_status=-9))
+    readme_blocks.update(results, root)
+    block = (root / "adapters" / "fw" / "README.md").read_text().split(readme_blocks.BEGIN)[1]
+    lines = block.split("**What the CLI left after each stop**")[1].split("\n\n")[1].splitlines()
+    assert lines[0].startswith("| adapter | mode | scenario | mcp_launch | trials | left at 5 s | left at 30 s |")
+    cells = lines[2].split(" | ")
+    assert cells[:7] == ["| fw", "`cancel`", "q3_report", "direct", "2", "1/2", "1/2"]
+    assert cells[-1] == "-9 x2 |"

@@ -47,12 +47,14 @@ class Measured:
     providers: Any = None  # provider_tables.py per_provider: one line per provider x button (two providers or more)
     billing: Any = None  # provider_tables.py billing_costs: one line per best button x provider
     served: Any = None  # served_table.py served_table: one line per button x serve path
+    orchestrators: Any = None  # orchestrators.py orchestrator_table: one line per CLI button x scenario x launch
 
 
 def measure(results_dir: Path) -> Measured:
     """The report's tables over the rows of `results_dir/raw/` (skipped, corrupt lines left out as the report
     leaves them out)."""
     from harness.results.capability import capability_rows
+    from harness.results.orchestrators import orchestrator_table
     from harness.results.orphans import orphan_table
     from harness.results.provider_tables import billing_costs, per_provider
     from harness.results.report import capability, load, summary
@@ -72,7 +74,7 @@ def measure(results_dir: Path) -> Measured:
     shas = ", ".join(sorted(main["git_sha"].astype(str).str[:7].unique()))
     return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full), shas,
                     per_provider(every, scenario_billing(load_scenarios())), billing_costs(every, cards),
-                    served_table(full))
+                    served_table(full), orchestrator_table(full))
 
 
 def _markdown(table) -> str:
@@ -118,7 +120,7 @@ def _scorecard(card: dict[str, Any], adapters: list[str], site: str):
 
 def _of(table, adapters: list[str]):
     """The lines of a report table that are these adapters' (its own order), without its index."""
-    if table.empty or "adapter" not in table:
+    if table is None or table.empty or "adapter" not in table:
         return table
     return table[table["adapter"].isin(adapters)].reset_index(drop=True)
 
@@ -216,6 +218,12 @@ def block(folder: Framework, measured: Measured, results: str) -> str:
         parts += ["**Served** (each button's served trials beside its in-process trials of the same conditions: k/N "
                   "of each judgement, medians, whether the server's run ended, and what the path changes beyond the "
                   "noise):", "", _markdown(served.assign(mode=[f"`{m}`" for m in served["mode"]]))]
+    orchestrators = _of(measured.orchestrators, adapters)
+    if orchestrators is not None and not orchestrators.empty:
+        parts += ["**What the CLI left after each stop** (the report's orchestrator table: trials with processes of "
+                  "the run alive 5 s and 30 s after the stop, k/n; medians of how many, their memory, the model asked "
+                  "and effects landed after the stop, resume's repeats; how the process the user started exited):",
+                  "", _markdown(orchestrators.assign(mode=[f"`{m}`" for m in orchestrators["mode"]]))]
     parts.append(END)
     return "\n".join(parts)
 
