@@ -189,3 +189,13 @@ def test_a_clis_block_shows_what_it_left_after_each_stop(planted):
     cells = lines[2].split(" | ")
     assert cells[:7] == ["| fw", "`cancel`", "q3_report", "direct", "2", "1/2", "1/2"]
     assert cells[-1] == "-9 x2 |"
+
+
+def test_a_block_names_the_commits_of_its_own_rows(planted):
+    root, results = planted
+    append_row(results / "raw" / "other.jsonl", {**planted_trial("cancel", "on:token:40", 1), "adapter": "other",
+                                                 "adapter_ref": "other", "framework": "other", "trial_id": "other-1",
+                                                 "git_sha": "1234567def"})
+    readme_blocks.update(results, root)
+    block = (root / "adapters" / "fw" / "README.md").read_text().split(readme_blocks.BEGIN)[1]
+    assert "in the published rows (measured at abcdef0)." in block

@@ -43,7 +43,7 @@ class Measured:
     capability: Any  # report.py capability: one line per button
     summary: Any  # report.py summary: one line per button
     orphans: Any  # orphans.py orphan_table: one line per adapter x MCP launch
-    shas: str  # the commits the rows were measured at
+    shas: str  # the commits the rows were measured at (a block names those of its own adapters' rows)
     providers: Any = None  # provider_tables.py per_provider: one line per provider x button (two providers or more)
     billing: Any = None  # provider_tables.py billing_costs: one line per best button x provider
     served: Any = None  # served_table.py served_table: one line per button x serve path
@@ -71,8 +71,7 @@ def measure(results_dir: Path) -> Measured:
     main = full[in_main_matrix(full)]
     caps = capability_rows(main)
     cards = scorecard(main, caps)
-    shas = ", ".join(sorted(main["git_sha"].astype(str).str[:7].unique()))
-    return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full), shas,
+    return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full), commits(main),
                     per_provider(every, scenario_billing(load_scenarios())), billing_costs(every, cards),
                     served_table(full), orchestrator_table(full))
 
@@ -152,6 +151,11 @@ def _ratio(k: int, n: int) -> str:
     return schema.ratio_text(k, n) if n else schema.NO_VALUE
 
 
+def commits(rows) -> str:
+    """The commits these rows were measured at, short."""
+    return ", ".join(sorted(rows["git_sha"].astype(str).str[:7].unique()))
+
+
 def block(folder: Framework, measured: Measured, results: str) -> str:
     """The folder's block, markers included: its buttons' scorecard shares, capability verdicts, trial counts and
     medians, each button at each moment, and its orphan matrix. `results`: the results folder as the README links
@@ -177,7 +181,7 @@ def block(folder: Framework, measured: Measured, results: str) -> str:
     medians = ", ".join(f'"{schema.label(n)}"' for n in CAPABILITY)
     parts = [
         BEGIN, "",
-        f"From {len(from_rows):,} trials of the main matrix in the published rows (measured at {measured.shas}). "
+        f"From {len(from_rows):,} trials of the main matrix in the published rows (measured at {commits(from_rows)}). "
         f"The site has [{folder.name}'s page]({site}/frameworks/{slug(folder.name)}.html), every button's trials "
         f"and a timeline per trial; its [glossary]({site}/glossary.html) says what each column counts.", "",
         "**Scorecard shares** (mitigation none, skipped trials left out): k/N = k of the N trials where it applies, "
