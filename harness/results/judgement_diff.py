@@ -101,17 +101,17 @@ def rule_change(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 def verdict_cause(column: str, button: dict[str, Any] | None, remeasured: bool = False, rule_moved: str = "") -> str:
     """Why a capability verdict's word moved, from what the new judgement read, and whether the rows are others."""
-    causes = ["its rows were measured again"] if remeasured else []
+    of_the_rule = []
     if rule_moved and column in VERDICT and VERDICT[column].reads_resume:
-        causes.append(rule_moved)
+        of_the_rule.append(rule_moved)
     nothing = (button or {}).get("shares", {}).get("nothing_to_stop", {}).get("k", 0)
     if nothing:
-        causes.append(f"{nothing} trial(s) with nothing left to stop left out")
+        of_the_rule.append(f"{nothing} trial(s) with nothing left to stop left out")
     if column == "can abort" and (button or {}).get("time_judged"):
-        causes.append(f"{button['time_judged']} time-anchored trial(s) whose stop fired on time judged too")
-    if len(causes) == remeasured:
-        causes.append("the rule reads the same predicate as the scorecard now")
-    return "; ".join(causes)
+        of_the_rule.append(f"{button['time_judged']} time-anchored trial(s) whose stop fired on time judged too")
+    if not of_the_rule:
+        of_the_rule.append("the rule reads the same predicate as the scorecard now")
+    return "; ".join((["its rows were measured again"] if remeasured else []) + of_the_rule)
 
 
 CLAIM_CAUSES = {
