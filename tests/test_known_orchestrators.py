@@ -8,8 +8,9 @@ from harness.trial.spec import Deadlines
 from tests.test_trials import run
 
 KA = "tests.known_answer.orchestrators:"
-#: the stop returns when the CLI has exited: SIGINT waits for the MCP server to end at EOF
-DEADLINES = Deadlines(start=10, trigger=10, stop=10, wait=5, settle=10, resume=5, close=5, grace=2)
+#: the stop returns when the CLI has exited: SIGINT waits for the MCP server to end at EOF, SIGHUP for the CLI to
+#: finish its turn; on a loaded machine (5 trials side by side beside other work) that can take over 10 s
+DEADLINES = Deadlines(start=10, trigger=10, stop=30, wait=5, settle=10, resume=5, close=5, grace=2)
 
 
 def test_each_stop_of_the_planted_cli_leaves_its_known_survivors_at_5_and_30_seconds(tmp_path):
