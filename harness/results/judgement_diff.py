@@ -128,6 +128,11 @@ def claim_cause(rule: str) -> str:
                                   "judges them")
 
 
+def measured_again(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """The two reports read different rows (their trial counts differ)."""
+    return bool(old.get("trials") != new.get("trials"))
+
+
 def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
     """Every judgement that moved: {what, old, new, cause}."""
     out = []
@@ -140,7 +145,7 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, str]]:
                         "cause": best_cause(a, b, new_buttons, old_buttons) if a else NEW_IN_THIS_REPORT})
     old_words, new_words = words(old), words(new)
     old_verdicts, new_verdicts = old.get("capability_verdicts", {}), new.get("capability_verdicts", {})
-    remeasured, rule_moved = old.get("trials") != new.get("trials"), rule_change(old, new)
+    remeasured, rule_moved = measured_again(old, new), rule_change(old, new)
     for key in sorted(set(old_words) | set(new_words)):
         for column in dict.fromkeys([*old_words.get(key, {}), *new_words.get(key, {})]):
             a, b = old_words.get(key, {}).get(column), new_words.get(key, {}).get(column)
@@ -166,7 +171,7 @@ def compare_judgements(old_dir: Path, new_dir: Path) -> str:
     """Markdown: every best button, capability verdict and claim whose conclusion differs, with its cause."""
     old, new = load_summary(old_dir), load_summary(new_dir)
     moved = diff(old, new)
-    rows = ("" if old.get("trials") == new.get("trials") else
+    rows = ("" if not measured_again(old, new) else
             f" The two reports read different rows ({old.get('trials', {}).get('rows', '?')} of the main and orphan"
             f" matrices, then {new.get('trials', {}).get('rows', '?')}):"
             " a verdict of a button measured in both can move with its rows as well as with the rule.")

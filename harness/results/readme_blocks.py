@@ -43,7 +43,6 @@ class Measured:
     capability: Any  # report.py capability: one line per button
     summary: Any  # report.py summary: one line per button
     orphans: Any  # orphans.py orphan_table: one line per adapter x MCP launch
-    shas: str  # the commits the rows were measured at (a block names those of its own adapters' rows)
     providers: Any = None  # provider_tables.py per_provider: one line per provider x button (two providers or more)
     billing: Any = None  # provider_tables.py billing_costs: one line per best button x provider
     served: Any = None  # served_table.py served_table: one line per button x serve path
@@ -67,11 +66,11 @@ def measure(results_dir: Path) -> Measured:
     every, _ = load(results_dir)
     full = at_home_rows(every)  # as the report's headline reads them
     if full.empty:
-        return Measured(full, [], full, full, full, "", full, full, full)
+        return Measured(full, [], full, full, full, full, full, full)
     main = full[in_main_matrix(full)]
     caps = capability_rows(main)
     cards = scorecard(main, caps)
-    return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full), commits(main),
+    return Measured(main, cards, capability(main, caps), summary(main), orphan_table(full),
                     per_provider(every, scenario_billing(load_scenarios())), billing_costs(every, cards),
                     served_table(full), orchestrator_table(full))
 

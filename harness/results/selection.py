@@ -97,7 +97,13 @@ def in_main_matrix(rows: Any) -> Any:
         import pandas as pd
 
         return pd.Series([in_main_matrix(r) for r in rows.to_dict("records")], index=rows.index, dtype=bool)
-    host, launch, served = rows.get("host"), rows.get("mcp_launch"), rows.get("serve_path")
+    host, launch = rows.get("host"), rows.get("mcp_launch")
     return ((host if isinstance(host, str) else "close") == "close"
             and (launch if isinstance(launch, str) else DEFAULT_LAUNCH) == DEFAULT_LAUNCH
-            and (served if isinstance(served, str) else IN_PROCESS) == IN_PROCESS)
+            and not is_served(rows))
+
+
+def is_served(row: dict[str, Any]) -> bool:
+    """The row's stop came through a server (harness/trial/serve/); rows written before serving are in-process."""
+    served = row.get("serve_path")
+    return (served if isinstance(served, str) else IN_PROCESS) != IN_PROCESS

@@ -38,6 +38,7 @@ from harness.results.rows import (
     raw_file,
     read_rows,
 )
+from harness.results.selection import is_served
 from harness.scenario import ANCHOR_KINDS, DEFAULT_SCENARIOS_DIR, Offset, Scenario, load_scenarios, parse_offset
 from harness.tools.mcp_launch import DEFAULT_LAUNCH, LAUNCHES, tool_label
 from harness.tools.mitigation import Mitigation
@@ -186,8 +187,7 @@ def _run_locked(adapter_cls: type[Adapter], opts: RunOptions, scenarios: dict[st
     rows_there, unreadable = read_rows(adapter_raw_files(opts.out, adapter_cls.name))
     digest, versions, sources = adapter_digest(adapter_cls), adapter_cls.versions(), adapter_cls.sources()
     done = {r["trial_id"] for r in rows_there
-            if is_current(r, digest, trial_versions(versions, (r.get("serve_path") or IN_PROCESS) != IN_PROCESS),
-                          sources)}
+            if is_current(r, digest, trial_versions(versions, is_served(r)), sources)}
     for bad in unreadable:
         print(f"stopbench: unreadable line skipped (its trial runs again): {bad}", file=log, flush=True)
     todo = [s for s in specs if s.trial_id(scenarios[s.scenario].digest) not in done]
