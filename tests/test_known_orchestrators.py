@@ -8,8 +8,8 @@ from harness.trial.spec import Deadlines
 from tests.test_trials import run
 
 KA = "tests.known_answer.orchestrators:"
-#: the stop returns when the CLI has exited: SIGINT waits for the MCP server to end at EOF, SIGHUP for the CLI to
-#: finish its turn; on a loaded machine (5 trials side by side beside other work) that can take over 10 s
+#: the stop returns when the CLI has exited: SIGINT waits for the MCP server to end at EOF; room for a loaded machine
+#: (5 trials side by side beside other work: a `sighup` stop once took over 10 s in CI beside a nox run)
 DEADLINES = Deadlines(start=10, trigger=10, stop=30, wait=5, settle=10, resume=5, close=5, grace=2)
 
 

@@ -61,6 +61,9 @@ def native(args: argparse.Namespace) -> int:
     subprocess.Popen(["sh", "-c", "sleep 600 & wait"], start_new_session=True)
 
     def interrupted(_sig: int, _frame: object) -> None:
+        # once: a group's SIGINT and the wrapper's forwarded one both arrive, and a second handler inside
+        # server.wait() would wait for the lock the first one holds (Popen's waitpid lock is not reentrant)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.stdin.close()
         server.wait()
         os._exit(130)
