@@ -281,7 +281,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from e
     for path in [*done.written, done.manifest]:
         print(path)
-    print(f"stopbench publish: token times to the millisecond in {done.rounding.rounded} trial(s), as measured in "
+    print(f"stopbench publish: token times to the millisecond and runs of tokens as their count, first and last "
+          f"time in {done.rounding.rounded} trial(s), as measured in "
           f"{done.rounding.kept} (a measure would have moved, or no row to check)", file=sys.stderr)
     if args.remove_working:
         for path in done.working:

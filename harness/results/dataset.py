@@ -8,10 +8,12 @@ dataset and a live run its lines.
 Rows: one column per field, typed by the values it holds (a field with mixed types, or objects, as JSON
 text); a field whose value is the same in every row of the file (versions, git sha, platform, python, ...)
 is stored once, in the file's metadata, not in a column; `_absent` names the fields a row was written
-without, so a row reads back exactly as it was. Evidence: one line per event (token events as they are,
-not packed): its time as a gap to the event before it (tokens in microseconds, rounded to the millisecond where
-no measure can tell: `as_published`), the event's name, `req` and `i`, and its other keys as JSON; a record's
-keys beyond these (what its processes printed, `output`) as JSON on its first line. The metadata of each file
+without, so a row reads back exactly as it was. Evidence: one line per event or run of tokens: its time as a gap
+to the event before it (tokens in microseconds, rounded to the millisecond where no measure can tell), the
+event's name, `req` and `i`, for a run of tokens its count `n` and `span` (a run: tokens of one request between
+the same moments of the ledger, which no measure and no timeline tells apart; `token_runs`, `as_published`), and
+its other keys as JSON; a record's keys beyond these (what its processes printed, `output`) as JSON on its first
+line. Format 1 kept each token on its own line; a reader takes both. The metadata of each file
 carries `FORMAT_VERSION` and, for rows, the row format's `schema_version`; a reader refuses a newer one than it
 knows (`DatasetError`) rather than misread it.
 """
@@ -25,15 +27,16 @@ from typing import Any
 
 from harness.results.migrations import NewerVersion, UnknownVersion, check_version
 
-#: the layout of a dataset file (this module); a change to it is a new version and a reader of the old one
-FORMAT_VERSION = 1
+#: the layout of a dataset file (this module); a change to it is a new version and a reader of the old one.
+#: 2: a run of tokens (`token_runs`) is one line of evidence (its first time, `n` and `span`), not one per token
+FORMAT_VERSION = 2
 SUFFIX = ".parquet"
 META_KEY = b"stopbench"
 ABSENT = "_absent"  # the column naming, per row, the fields it was written without
 #: zstd at its strongest: files are written once and read many times; no statistics (nothing filters by them)
 WRITE_OPTIONS = {"compression": "zstd", "compression_level": 19, "write_statistics": False}
 #: evidence columns and their types; any other key of an event is kept in `rest` (JSON)
-EVENT_COLUMNS = ("record", "trial_id", "run_id", "dt", "event", "req", "i", "rest", "extra")
+EVENT_COLUMNS = ("record", "trial_id", "run_id", "dt", "event", "req", "i", "n", "span", "rest", "extra")
 RECORD_KEYS = ("trial_id", "run_id", "events")  # a record's other keys (`output`) are kept in `extra` (JSON)
 
 
@@ -217,9 +220,45 @@ def moments(events: list[dict[str, Any]]) -> list[int]:
     return sorted(set(found))
 
 
+def token_runs(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The runs of tokens in `events`, as [start, end) index ranges of two tokens or more: tokens next to each
+    other in the ledger, of one request with the same other keys, numbered one after the other (`i`), and in one
+    slot among the ledger's moments (`moments`: no moment lies between their times, none at them), so that no
+    measure can tell one token of a run from another."""
+    import bisect
+
+    between = moments(events)
+    runs: list[tuple[int, int]] = []
+    start, slot, key = 0, None, None
+    for k, e in enumerate(events):
+        if e.get("event") == TOKEN and type(e.get("i")) is int and type(e.get("t")) is int:
+            t = e["t"]
+            here = (bisect.bisect_left(between, t), bisect.bisect_right(between, t))
+            same = [(name, v) for name, v in e.items() if name not in ("t", "i")]
+            if key is not None and here == slot and same == key and e["i"] == events[k - 1]["i"] + 1:
+                continue
+        else:
+            here = same = None
+        if k - start > 1:
+            runs.append((start, k))
+        start, slot, key = k, here, same
+    if len(events) - start > 1 and key is not None:
+        runs.append((start, len(events)))
+    return runs
+
+
+def spread(first: int, last: int, n: int, unit: int) -> list[int]:
+    """The times the dataset gives the `n` tokens of a run from its first and last (in `unit` ns): evenly spaced
+    between them, each a whole `unit`."""
+    a, span = first // unit, (last - first) // unit
+    return [(a + span * k // (n - 1)) * unit for k in range(n)]
+
+
 def as_published(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events as the published evidence keeps them: as_kept, each token then to the millisecond where no moment
-    of the ledger (`moments`) lies between its time and that millisecond (TOKEN_ROUND_NS). Applied twice, the
+    of the ledger (`moments`) lies between its time and that millisecond (TOKEN_ROUND_NS), and the tokens inside a
+    run (`token_runs`) evenly spaced between its first and last (`spread`): a measure compares a token's time only
+    with moments, and a timeline shows a run of tokens as its count, first and last time. Applied twice, the
     same."""
     import bisect
 
@@ -234,14 +273,28 @@ def as_published(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if rounded != t and bisect.bisect_left(between, lo) == bisect.bisect_right(between, hi):
                 e = {**e, "t": rounded}
         out.append(e)
+    for start, end in token_runs(out):
+        times = spread(out[start]["t"], out[end - 1]["t"], end - start, TOKEN_TIME_NS)
+        for k, t in zip(range(start, end), times, strict=True):
+            if out[k]["t"] != t:
+                out[k] = {**out[k], "t": t}
     return out
 
 
+def _stored_runs(events: list[dict[str, Any]], unit: int) -> list[tuple[int, int]]:
+    """The runs of `events` the evidence stores as one line: those whose tokens lie where `spread` puts them (so
+    the file gives back every event as it was; a record kept as measured keeps each token)."""
+    return [(a, b) for a, b in token_runs(events)
+            if all(e["t"] % unit == 0 for e in events[a:b])
+            and [e["t"] for e in events[a:b]] == spread(events[a]["t"], events[b - 1]["t"], b - a, unit)]
+
+
 def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
-    """Each record's events, one line per event (an empty record as one line without an event), times as gaps:
-    the record's first line its time, then each token's gap to the token before it (or to the first line) in
-    TOKEN_TIME_NS, each other event's gap to the other event before it (or to the first line) in ns: two
-    regular series, each of small numbers."""
+    """Each record's events, one line per event or run of tokens (`_stored_runs`: its first token's line with the
+    run's `n` tokens and `span`, its last time less its first in TOKEN_TIME_NS); an empty record as one line without
+    an event. Times as gaps: the record's first line its time, then each token line's gap to the last token before it
+    (or to the first line) in TOKEN_TIME_NS, each other event's gap to the other event before it (or to the first
+    line) in ns: two regular series, each of small numbers."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -249,18 +302,25 @@ def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
     for n, record in enumerate(records):
         last_ns = last_token = 0
         extra = {k: v for k, v in record.items() if k not in RECORD_KEYS}
-        for k, e in enumerate(record["events"] or [{}]):
+        events = record["events"] or [{}]
+        for e in events:
             if e and type(e.get("t")) is not int:
                 raise DatasetError(f"{path}: trial {record['trial_id']}: an event without an integer time: {e!r:.80}")
-            rest = {k: v for k, v in e.items()
-                    if k not in ("t", "event") and not (k in ("req", "i") and type(v) is int)}
+        run_end = dict(_stored_runs(events, TOKEN_TIME_NS) if record["events"] else [])
+        k = 0
+        while k < len(events):
+            e = events[k]
+            end = run_end.get(k, k + 1)
+            last = events[end - 1]
+            rest = {key: v for key, v in e.items()
+                    if key not in ("t", "event") and not (key in ("req", "i") and type(v) is int)}
             if not e:
                 gap = None
             elif k == 0:
                 gap = last_ns = kept_time(e)
-                last_token = last_ns // TOKEN_TIME_NS
+                last_token = kept_time(last) // TOKEN_TIME_NS
             elif e.get("event") == TOKEN:
-                gap, last_token = kept_time(e) // TOKEN_TIME_NS - last_token, kept_time(e) // TOKEN_TIME_NS
+                gap, last_token = kept_time(e) // TOKEN_TIME_NS - last_token, kept_time(last) // TOKEN_TIME_NS
             else:
                 gap, last_ns = e["t"] - last_ns, e["t"]
             cols["record"].append(n)
@@ -270,21 +330,27 @@ def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
             cols["event"].append(e.get("event"))
             cols["req"].append(_int_or_none(e.get("req")))
             cols["i"].append(_int_or_none(e.get("i")))
+            cols["n"].append(end - k if end - k > 1 else None)
+            cols["span"].append((last["t"] - e["t"]) // TOKEN_TIME_NS if end - k > 1 else None)
             cols["rest"].append(json.dumps(rest, separators=(",", ":")) if rest else None)
             cols["extra"].append(json.dumps(extra, separators=(",", ":")) if extra and k == 0 else None)
-    types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64()}
+            k = end
+    types = {"record": pa.int64(), "dt": pa.int64(), "req": pa.int64(), "i": pa.int64(), "n": pa.int64(),
+             "span": pa.int64()}
     table = pa.table({name: pa.array(values, type=types.get(name, pa.string())) for name, values in cols.items()})
     table = table.replace_schema_metadata(_metadata("evidence", records=len(records), token_time_ns=TOKEN_TIME_NS,
                                                     token_round_ns=TOKEN_ROUND_NS))
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, use_dictionary=["trial_id", "run_id", "event", "rest"],
                    column_encoding={"record": "DELTA_BINARY_PACKED", "dt": "BYTE_STREAM_SPLIT",
-                                    "req": "DELTA_BINARY_PACKED", "i": "DELTA_BINARY_PACKED"}, **WRITE_OPTIONS)
+                                    "req": "DELTA_BINARY_PACKED", "i": "DELTA_BINARY_PACKED",
+                                    "n": "DELTA_BINARY_PACKED", "span": "DELTA_BINARY_PACKED"}, **WRITE_OPTIONS)
 
 
 def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
     """Every record of an evidence file, in order (only those of `run_ids` when given: the others are skipped
-    before they are decoded)."""
+    before they are decoded); a run of tokens (format 2) given back as its tokens, at the times `spread` gives
+    them."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -294,13 +360,17 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
     table = pq.read_table(path)
     if run_ids is not None:
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
-    times = _times(table, unit)
-    cols = {name: table.column(name).to_pylist() for name in ("record", "trial_id", "run_id", "event", "req", "i",
-                                                               "rest", "extra")}
+    runs = "n" in table.column_names  # format 1 kept each token on its own line
+    times = _times(table, unit, runs)
+    names = ("record", "trial_id", "run_id", "event", "req", "i", "rest", "extra",
+             *(("n", "span") if runs else ()))
+    cols = {name: table.column(name).to_pylist() for name in names}
+    ones = [None] * table.num_rows
     record: dict[str, Any] | None = None
     events: list[dict[str, Any]] = []
-    for k, (n, event, req, i, rest) in enumerate(zip(cols["record"], cols["event"], cols["req"], cols["i"],
-                                                     cols["rest"], strict=True)):
+    for k, (n, event, req, i, rest, count, span) in enumerate(zip(
+            cols["record"], cols["event"], cols["req"], cols["i"], cols["rest"], cols.get("n", ones),
+            cols.get("span", ones), strict=True)):
         if record is None or n != cols["record"][k - 1]:
             if record is not None:
                 yield record
@@ -310,25 +380,28 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
                 record.update(json.loads(cols["extra"][k]))
         if event is None:
             continue
-        e: dict[str, Any] = {"t": times[k], "event": event}
-        if req is not None:
-            e["req"] = req
-        if i is not None:
-            e["i"] = i
-        if rest is not None:
-            e.update(json.loads(rest))
-        events.append(e)
+        more = json.loads(rest) if rest is not None else None
+        for j, t in enumerate(spread(times[k], times[k] + span * unit, count, unit) if count else (times[k],)):
+            e: dict[str, Any] = {"t": t, "event": event}
+            if req is not None:
+                e["req"] = req
+            if i is not None:
+                e["i"] = i + j
+            if more is not None:
+                e.update(more)
+            events.append(e)
     if record is not None:
         yield record
 
 
-def _times(table, unit: int) -> list[int]:
-    """Each event's time (`write_evidence`'s gaps summed): per record, the first line's time, then a running sum of
-    the token gaps (in `unit` ns: the file's token_time_ns) and one of the other gaps (in ns), both from the first
-    line's time."""
+def _times(table, unit: int, runs: bool) -> list[int]:
+    """Each line's time (`write_evidence`'s gaps summed; a run's, its first token's): per record, the first line's
+    time, then a running sum of the token gaps and runs' spans (in `unit` ns: the file's token_time_ns) and one of
+    the other gaps (in ns), both from the first line's time."""
     import numpy as np
 
     gaps = table.column("dt").fill_null(0).to_numpy()
+    spans = table.column("span").fill_null(0).to_numpy() if runs else np.zeros(len(gaps), dtype=np.int64)
     records = table.column("record").to_numpy()
     token = (table.column("event").to_numpy(zero_copy_only=False) == TOKEN)
     n = len(gaps)
@@ -337,7 +410,7 @@ def _times(table, unit: int) -> list[int]:
     t0 = np.repeat(gaps[first], lengths)  # each line's record's first time
     is_first = np.zeros(n, dtype=bool)
     is_first[first] = True
-    steps = np.where(is_first, 0, gaps)
+    steps = np.where(is_first, spans, gaps + spans)  # the token clock moves on to a run's last token
     group = np.repeat(np.arange(len(first)), lengths) * 2 + token  # (record, kind of clock)
     order = np.argsort(group, kind="stable")
     sums = np.cumsum(steps[order])
@@ -345,7 +418,7 @@ def _times(table, unit: int) -> list[int]:
     sums -= np.repeat(sums[starts] - steps[order][starts], np.diff(np.append(starts, n)))
     running = np.empty(n, dtype=np.int64)
     running[order] = sums
-    times = np.where(token, (t0 // unit + running) * unit, t0 + running)
+    times = np.where(token, (t0 // unit + running - spans) * unit, t0 + running)
     return np.where(is_first, gaps, times).tolist()
 
 

@@ -12,7 +12,8 @@ Streamed tokens are most of a ledger (a long answer is 2,000 `token` events), so
 token events of one request is stored as one `tokens` entry: the first one's time `t`, its index `i0`,
 and the nanosecond gaps to each next one (`dt`). Lossless: `read_evidence` gives back the events exactly as they
 were kept, and a token's time is kept to the microsecond (dataset.TOKEN_TIME_NS: its nanoseconds are scheduling
-noise); the published dataset keeps it to the millisecond where no measure can tell (dataset.as_published).
+noise); the published dataset keeps it to the millisecond where no measure can tell, and a run of tokens between
+the same moments as its count, first and last time (dataset.as_published).
 """
 
 from __future__ import annotations

@@ -81,7 +81,8 @@ def publish_rows(run: Path, to: Path) -> tuple[list[Path], list[Path]]:
 
 @dataclass
 class Rounding:
-    """How many records' token times `publish` rounded (dataset.as_published), and how many it kept as measured:
+    """How many records' token times `publish` rounded and spread (dataset.as_published), and how many it kept as
+    measured:
     no row to check them against, or a measure that would have moved."""
 
     rounded: int = 0
