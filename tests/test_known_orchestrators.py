@@ -38,6 +38,23 @@ def test_each_stop_of_the_planted_cli_leaves_its_known_survivors_at_5_and_30_sec
         assert 0 <= r["survivors_30s_cpu_s"] < 1  # they sleep
 
 
+def test_a_bench_started_with_hangup_and_interrupt_ignored_hands_the_cli_a_terminal_s_signals(tmp_path):
+    """A bench launched under nohup, or as a background job of a script, has SIGHUP or SIGINT ignored, which every
+    exec below it inherits; the CLI still gets them as a shell's job does: the group's hangup ends the native and
+    `sleep 15`, the group's interrupt ends `sleep 15`, as in a terminal."""
+    import signal
+
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGHUP, signal.SIGINT)}
+    try:
+        rows = run(KA + "PlantedCli", tmp_path, modes=["sighup", "sigint_group"], offsets=["on:llm_request:1"],
+                   tool_styles=["mcp"], jobs=2, deadlines=DEADLINES)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    assert {r["mode"]: (r["status"], r["exit_status"], r["survivors_5s"]) for r in rows} == {
+        "sighup": ("ok", -1, 2), "sigint_group": ("ok", 130, 2)}
+
+
 def test_a_trial_without_a_census_has_no_survivor_counts(tmp_path):
     (row,) = run("tests.known_answer.adapters:LeaksOneEmail", tmp_path, offsets=["at:50ms"])
     assert row["status"] == "ok", row["reason"]

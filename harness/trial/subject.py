@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 import traceback
 from pathlib import Path
@@ -387,8 +388,22 @@ def _describe(err: BaseException) -> str:
     return text[:500]
 
 
+#: the signals a shell leaves at their defaults in a program it starts. One ignored where the bench was launched
+#: (under nohup, or as a background job of a script) stays ignored across every exec below it, and a CLI's SIGHUP
+#: or SIGINT would reach nobody: the subject hands its processes a terminal's dispositions
+JOB_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+
+
+def _default_signals() -> None:
+    for sig in JOB_SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+
 def prepare_process(plan: SubjectPlan, environment: dict[str, str]) -> None:
-    """Make the process the trial's own: env marker, HOME in the trial folder, egress counting."""
+    """Make the process the trial's own: a terminal's signal dispositions, env marker, HOME in the trial folder,
+    egress counting."""
+    _default_signals()
     _become_subreaper()
     name_this_process_a_subject()
     workdir = plan.run.workdir
