@@ -220,14 +220,14 @@ def moments(events: list[dict[str, Any]]) -> list[int]:
     return sorted(set(found))
 
 
-def token_runs(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+def token_runs(events: list[dict[str, Any]], between: list[int] | None = None) -> list[tuple[int, int]]:
     """The runs of tokens in `events`, as [start, end) index ranges of two tokens or more: tokens next to each
     other in the ledger, of one request with the same other keys, numbered one after the other (`i`), and in one
     slot among the ledger's moments (`moments`: no moment lies between their times, none at them), so that no
-    measure can tell one token of a run from another."""
+    measure can tell one token of a run from another. `between`: the ledger's moments, when already known."""
     import bisect
 
-    between = moments(events)
+    between = moments(events) if between is None else between
     runs: list[tuple[int, int]] = []
     start, slot, key = 0, None, None
     for k, e in enumerate(events):
@@ -273,7 +273,7 @@ def as_published(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if rounded != t and bisect.bisect_left(between, lo) == bisect.bisect_right(between, hi):
                 e = {**e, "t": rounded}
         out.append(e)
-    for start, end in token_runs(out):
+    for start, end in token_runs(out, between):  # rounding moved no moment: they are the other events' times
         times = spread(out[start]["t"], out[end - 1]["t"], end - start, TOKEN_TIME_NS)
         for k, t in zip(range(start, end), times, strict=True):
             if out[k]["t"] != t:
@@ -285,8 +285,7 @@ def _stored_runs(events: list[dict[str, Any]], unit: int) -> list[tuple[int, int
     """The runs of `events` the evidence stores as one line: those whose tokens lie where `spread` puts them (so
     the file gives back every event as it was; a record kept as measured keeps each token)."""
     return [(a, b) for a, b in token_runs(events)
-            if all(e["t"] % unit == 0 for e in events[a:b])
-            and [e["t"] for e in events[a:b]] == spread(events[a]["t"], events[b - 1]["t"], b - a, unit)]
+            if [e["t"] for e in events[a:b]] == spread(events[a]["t"], events[b - 1]["t"], b - a, unit)]
 
 
 def write_evidence(path: Path, records: list[dict[str, Any]]) -> None:
@@ -361,7 +360,7 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
     if run_ids is not None:
         table = table.filter(pc.is_in(table.column("run_id"), value_set=_string_array(run_ids)))
     runs = "n" in table.column_names  # format 1 kept each token on its own line
-    times = _times(table, unit, runs)
+    times = _times(table, unit)
     names = ("record", "trial_id", "run_id", "event", "req", "i", "rest", "extra",
              *(("n", "span") if runs else ()))
     cols = {name: table.column(name).to_pylist() for name in names}
@@ -394,14 +393,15 @@ def read_evidence(path: Path, run_ids: set[str] | None = None) -> Iterator[dict[
         yield record
 
 
-def _times(table, unit: int, runs: bool) -> list[int]:
+def _times(table, unit: int) -> list[int]:
     """Each line's time (`write_evidence`'s gaps summed; a run's, its first token's): per record, the first line's
     time, then a running sum of the token gaps and runs' spans (in `unit` ns: the file's token_time_ns) and one of
     the other gaps (in ns), both from the first line's time."""
     import numpy as np
 
     gaps = table.column("dt").fill_null(0).to_numpy()
-    spans = table.column("span").fill_null(0).to_numpy() if runs else np.zeros(len(gaps), dtype=np.int64)
+    spans = (table.column("span").fill_null(0).to_numpy() if "span" in table.column_names  # format 1: none
+             else np.zeros(len(gaps), dtype=np.int64))
     records = table.column("record").to_numpy()
     token = (table.column("event").to_numpy(zero_copy_only=False) == TOKEN)
     n = len(gaps)
