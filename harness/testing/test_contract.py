@@ -24,7 +24,10 @@ def contract_rows(contract_adapter, tmp_path_factory, pytestconfig) -> dict[tupl
     out: Path = tmp_path_factory.mktemp("contract")
     scenario = pytestconfig.getoption("--contract-scenario")
     offset = parse_offset(pytestconfig.getoption("--contract-offset"), "--contract-offset")
-    rows = run_matrix(cls, RunOptions(adapter=contract_adapter, scenarios=[scenario], offsets=[offset], out=out))
+    # side by side (jobs auto: harness/trial/concurrency.py), as a bench runs them: nothing here is a count that
+    # load could move, and a time offset given with --contract-offset still fires on a run no other trial slows
+    rows = run_matrix(cls, RunOptions(adapter=contract_adapter, scenarios=[scenario], offsets=[offset], out=out,
+                                      jobs=None))
     return {(r["mode"], r["tool_style"]): r for r in rows}
 
 
