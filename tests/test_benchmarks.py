@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,6 +31,7 @@ def test_world_soak_completes_and_writes_its_figures(tmp_path):
     assert figures["runs"] == 30 and figures["deleted"] is True and figures["rss_mb_at_end"] > 0
 
 
+@pytest.mark.slow
 def test_cost_profile_splits_each_subjects_cpu_and_finds_no_import_prepare_could_do(tmp_path):
     """The reference's subjects import nothing heavy after the fork (its prepare() imports the MCP client and
     what the openai client loads lazily); the buckets add up to each subject's own CPU."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 
 from harness.results.rows import raw_file
 from harness.trial.world_client import OWNER_ENV
@@ -181,6 +182,7 @@ def test_report_lists_corrupt_lines_and_still_reports(tmp_path):
     assert f"{out}:2" in (tmp_path / "site" / "index.html").read_text()  # the page says so too
 
 
+@pytest.mark.slow
 def test_new_adapter_skeleton_passes_the_contract_tests(tmp_path):
     r = stopbench("new-adapter", "acme-agents", "--dir", str(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -224,6 +226,7 @@ def test_test_adapter_names_the_extra_it_needs(monkeypatch, capsys):
         "pytest): install it with `pip install -e '.[test]'` in your stopbench checkout\n")
 
 
+@pytest.mark.slow
 def test_a_cut_last_line_loses_no_new_row_and_is_reported(tmp_path):
     """#13 item 6: a half-written last line; the next row stands on its own line, run and report name the line."""
     args = ["run", "--adapter", KA + "LeaksOneEmail", "--scenario", "q3_report", "--out", str(tmp_path)]

@@ -72,6 +72,7 @@ def _run(tree: Path, *args: str) -> str:
     return out.stdout
 
 
+@pytest.mark.slow
 def test_a_folder_declaring_two_stop_modes_shows_them_in_list_report_and_matrix(checkout: Path, tmp_path: Path):
     listing = _run(checkout, "-m", "harness.cli", "list").splitlines()
     at = next(i for i, line in enumerate(listing) if line.startswith(f"  {NAME}  "))

@@ -124,6 +124,7 @@ _QUERY = st.dictionaries(st.sampled_from(["window_ms", "deadline_ms", "floor_ms"
                          st.sampled_from(["0", "1", "-1", "nan", "inf", "1e9", "x", "", "5"]), max_size=3)
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]), path=st.sampled_from(_RUN_PATHS),
        body=_json | st.binary(max_size=200), query=_QUERY, known_run=st.booleans())
@@ -165,6 +166,7 @@ def test_after_sigkill_of_the_cli_nothing_of_its_run_is_alive_2s_later(tmp_path)
     assert not alive, f"alive 2 s after the runner was killed: {alive}"
 
 
+@pytest.mark.slow
 def test_ctrl_c_with_mcp_servers_running_leaves_none_and_no_traceback(tmp_path):
     """The running trials are ended while the world still answers: their ledgers are read, their MCP
     servers found and ended, and nothing of it is alive once the command has returned."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from harness.results.evidence import find_trial
 from harness.vocabulary import Event, Mark
 from tests.test_trials import FAST, run
@@ -30,6 +32,7 @@ def test_a_retry_after_a_back_off_longer_than_the_floor_is_counted(tmp_path):
     assert 3000 <= row["lie_ms"] < 6000
 
 
+@pytest.mark.slow
 def test_steps_further_apart_than_the_slow_step_cap_are_counted_after_the_stop(tmp_path):
     """5.5 s between steps, before and after the stop: past the measured-pause rule's 5 s cap, the run's task
     is asleep between two steps, not done; its email and its final request count after the stop."""

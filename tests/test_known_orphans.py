@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.test_trials import run
 
 KA = "tests.known_answer.orphans:"
 
 
+@pytest.mark.slow
 def test_each_launch_variant_leaves_its_known_survivors_after_close_and_after_a_host_crash(tmp_path):
     rows = run(KA + "EndsDirectChildOnly", tmp_path, offsets=["at:1500ms"], tool_styles=["mcp"],
                mcp_launches=["direct", "launcher", "deaf", "stubborn"], hosts=["close", "crash"], jobs=4)
@@ -35,6 +38,7 @@ def test_each_launch_variant_leaves_its_known_survivors_after_close_and_after_a_
                    "mcp+stubborn|none|host:crash|0"}
 
 
+@pytest.mark.slow
 def test_the_report_reads_the_orphan_matrix_apart_and_judges_the_claim_over_every_condition(tmp_path):
     from harness.results.report import write_report
 
@@ -82,6 +86,7 @@ def test_a_stop_that_hung_still_counts_the_processes_it_left():
         == ("3 (2 hung)", "1/1", "1")
 
 
+@pytest.mark.slow
 def test_a_claim_about_exit_reads_the_trials_whose_app_closed_not_a_host_crash(tmp_path):
     """A server deaf to stdin EOF outlives a crashed host for every framework; whether an MCP client "shuts down
     cleanly on exit" is read where the app closed: 0 of the 2 closed trials left a process, while the crash did."""

@@ -23,6 +23,10 @@ def _run(*cmd: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProc
     return done
 
 
+#: under pytest-xdist (`--dist loadgroup`): its tests share one built wheel: one worker builds it once
+pytestmark = pytest.mark.xdist_group("wheel")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     if UV is None:

@@ -49,6 +49,7 @@ def bench(target: Path, out: Path) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("uv") is None, reason="installs the test's framework with uv")
 def test_a_patch_benched_against_its_release_shows_exactly_the_patched_change(tmp_path):
     release = framework_folder(tmp_path / "stopdemo-release", patched=False)

@@ -112,6 +112,7 @@ def test_a_readme_without_markers_gets_the_block_at_its_end(planted):
     assert text.endswith(f"{readme_blocks.END}\n")
 
 
+@pytest.mark.slow
 def test_every_adapter_readme_holds_the_block_of_the_published_rows():
     """The published rows in results/ against the blocks of adapters/*/README.md: a stale block names its README
     and the command that rewrites it."""

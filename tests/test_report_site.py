@@ -27,6 +27,10 @@ UPSTREAM = [{"framework": "known-resume-repeats", "kind": "repeats on resume", "
              "title": "resume sends the email again", "state": "open"}]
 
 
+#: under pytest-xdist (`--dist loadgroup`): the tests share one fixture (7 trials and a report), made once
+pytestmark = pytest.mark.xdist_group("report_site")
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results")

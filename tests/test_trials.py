@@ -126,6 +126,7 @@ def test_rerun_skips_finished_trials_and_rows_carry_provenance(tmp_path):
         assert key in rows[0]
 
 
+@pytest.mark.slow
 def test_reference_adapter_stops_right(tmp_path):
     """The row that shows what is possible: at every event anchor, nothing leaks and resume is clean."""
     # only the event anchors (what it asserts), side by side: the world holds each anchored event until the stop
@@ -198,6 +199,7 @@ def test_saga_compensates_a_call_whose_answer_never_came(tmp_path, mitigation):
     assert (row["effects_after_stop"], row["effects_compensated"], row["effects_leaked"]) == (1, 1, 0)
 
 
+@pytest.mark.slow
 def test_shards_merged_are_the_unsharded_run(tmp_path, capsys):
     from harness.cli import main
 
