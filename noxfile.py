@@ -96,7 +96,7 @@ def tests(session: nox.Session, suite: str) -> None:
         session.run("actionlint", *sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")))
         # on every core (pytest-xdist): most of a test's time is a trial waiting out its scenario's pacing; a
         # module whose tests share an expensive fixture is one group (xdist_group), made once on one worker
-        session.run("pytest", "-q", "-n", "auto", "--dist", "loadgroup", *session.posargs)
+        session.run("pytest", "-q", "-n", "auto", "--dist", "loadgroup", "--durations=15", *session.posargs)
         return
     install_framework(session, suite, "test")
     session.run("stopbench", "test-adapter", suite, *session.posargs)
