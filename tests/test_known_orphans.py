@@ -102,3 +102,34 @@ def test_a_claim_about_exit_reads_the_trials_whose_app_closed_not_a_host_crash(t
     assert "after a host crash" not in evidence
     verdict, evidence = judge({**claim, "rule": "orphans_seen"}, rows)
     assert verdict == "confirmed" and evidence.startswith("1/4 trials left processes")
+
+
+def test_a_host_crash_is_watched_past_its_floor_while_a_survivor_is_still_at_work():
+    """A process still on (or waiting for) a CPU when the floor ends is ending or starting, not yet a survivor: the
+    watch goes on until it parks or exits (up to the settle deadline); one that sleeps is counted at the floor."""
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    from harness.trial.reap import HostCrash
+
+    spins = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + 0.6\n"
+                              "while time.process_time() < end: pass"])
+    sleeps = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        found = {p.pid: {"process": psutil.Process(p.pid), "source": "registered", "role": None}
+                 for p in (spins, sleeps)}
+        crash = HostCrash(time.monotonic_ns(), found, window_ms=100, settle_s=60)
+        while not crash.over():
+            time.sleep(0.02)
+            spins.poll()  # reaped once it exits (a zombie is not alive either way)
+        seen = crash.survivors()
+        assert spins.poll() == 0  # the watch lasted until the spinning one had ended
+        assert [s["pid"] for s in seen["survivors"]] == [sleeps.pid]
+        assert seen["watched_ms"] >= 100 and seen["window_ms"] == 100
+    finally:
+        for p in (spins, sleeps):
+            p.kill()
+            p.wait()

@@ -285,7 +285,9 @@ def test_a_late_token_is_sent_late_and_the_next_a_full_interval_after_it():
     gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
     assert len(stamps) == 12 and gaps[3] >= 50e6
     assert min(gaps) >= (1 - PACE_SLACK) * interval, [g / 1e6 for g in gaps]
-    assert all(g >= interval for g in gaps[4:6])  # right after the stall: the schedule moved to the late token
+    # right after the stall the schedule moved to the late token: the next one is a full interval after it (the one
+    # after that is on that schedule again, which a loaded machine may send up to PACE_SLACK of an interval late)
+    assert gaps[4] >= interval, [g / 1e6 for g in gaps]
 
 
 def test_a_token_hold_and_a_stall_after_it_send_no_burst():

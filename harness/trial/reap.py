@@ -10,6 +10,7 @@ from typing import Any
 import psutil
 
 from harness import owner
+from harness.trial.activity import Activity, child_activity
 from harness.vocabulary import Event, Mark
 
 
@@ -120,13 +121,18 @@ def _cpu_s(p: psutil.Process) -> float:
 
 class HostCrash:
     """What of a run outlived its host (the subject, SIGKILLed at monotonic ns `t`): the run's processes found
-    right after, watched for `window_ms`; survivors() says which still ran at the end, with their memory and
-    the CPU seconds they burned in the window."""
+    right after, watched for the observation floor `window_ms`, and past it while one of them is still on (or
+    waiting for) a CPU, up to `settle_s` more: a server that reads the end of its stdin and exits, starved of CPU
+    by what runs beside it, is ending, not surviving (the settle step's rule for a running child,
+    harness/trial/activity.py). survivors() says which still ran at the end, with their memory, the CPU seconds
+    they burned and how long the watch lasted."""
 
-    def __init__(self, t: int, found: dict[int, dict[str, Any]], window_ms: float):
+    def __init__(self, t: int, found: dict[int, dict[str, Any]], window_ms: float, settle_s: float):
         self.t = t
         self.window_ms = window_ms
-        self.end = time.monotonic() + window_ms / 1000
+        self.start = time.monotonic()
+        self.end = self.start + window_ms / 1000
+        self.cap = self.end + settle_s
         self.found = found
         self.cpu0: dict[int, float] = {}
         for pid, f in found.items():
@@ -136,21 +142,33 @@ class HostCrash:
                 continue
 
     def over(self) -> bool:
-        return time.monotonic() >= self.end
+        now = time.monotonic()
+        if now < self.end:
+            return False
+        return now >= self.cap or not any(_alive(f["process"]) and child_activity(pid) == Activity.RUNNING
+                                          for pid, f in self.found.items())
 
     def survivors(self) -> dict[str, Any]:
         alive = []
         for pid, f in self.found.items():
             p = f["process"]
             try:
-                if not p.is_running() or p.status() == psutil.STATUS_ZOMBIE:
+                if not _alive(p):
                     continue
                 alive.append({"pid": pid, "source": f["source"], "role": f["role"],
                               "cmdline": " ".join(p.cmdline()[:4])[:200], "rss": p.memory_info().rss,
                               "cpu_s": round(_cpu_s(p) - self.cpu0.get(pid, 0.0), 4)})
             except (psutil.Error, OSError):
                 continue
-        return {"window_ms": self.window_ms, "found": len(self.found), "survivors": alive}
+        return {"window_ms": self.window_ms, "watched_ms": round((time.monotonic() - self.start) * 1000, 1),
+                "found": len(self.found), "survivors": alive}
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
 
 
 def _wait_dead(pid: int, seconds: float = 5.0) -> None:

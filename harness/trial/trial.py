@@ -238,13 +238,13 @@ class RunningTrial:
 
     def _crash_host(self) -> None:
         """The host crash: SIGKILL the subject where it stands (no close(), no atexit, as an OOM kill), then
-        watch what of the run outlives it for the observation window (HostCrash)."""
+        watch what of the run outlives it for the observation window, longer while it is still at work (HostCrash)."""
         self._freeze()  # its descendants listed while it still holds them
         t = time.monotonic_ns()
         self._end_subject()
         events = self.world.ledger(self.run_id)["events"]
         found = run_processes(self.run_id, events, self.pid, self.subject_start, self.descendants)
-        self.crash = HostCrash(t, found, self.plan.observe_ms)
+        self.crash = HostCrash(t, found, self.plan.observe_ms, self.deadlines.settle)
 
     def _end_subject(self) -> None:
         """SIGKILL the subject and wait for it (its CPU time comes with the wait)."""
