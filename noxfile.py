@@ -39,6 +39,9 @@ HISTORY_RUNS = history_runs(ROOT, os.environ.get("STOPBENCH_HISTORY_NEW", ""))
 # On Ctrl-C nox sends SIGTERM 0.3 s after the SIGINT and SIGKILL 0.2 s later: a run is given this long to end its
 # running trials (their ledgers read, their processes ended) as it does on Ctrl-C
 RUN_ENDS = {"interrupt_timeout": 30.0}
+# the core suite's pytest-xdist workers: its tests mostly wait (a trial's pacing, its observation floor), so two per
+# core keep the cores busy
+TEST_WORKERS = os.environ.get("STOPBENCH_TEST_WORKERS", str(2 * (os.cpu_count() or 1)))
 # Trials side by side: a number, or auto (as many as the CPU and the stops' precision allow)
 JOBS = os.environ.get("STOPBENCH_JOBS", "auto")
 # K/N: this machine runs shard K of N of every matrix (CI fans out per framework x shard, then merges)
@@ -94,9 +97,9 @@ def tests(session: nox.Session, suite: str) -> None:
         # the public API (the stopbench package) is typed: mypy --strict on it
         session.run("mypy", "--strict", "--follow-imports=silent", "--ignore-missing-imports", "stopbench")
         session.run("actionlint", *sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml")))
-        # on every core (pytest-xdist): most of a test's time is a trial waiting out its scenario's pacing; a
-        # module whose tests share an expensive fixture is one group (xdist_group), made once on one worker
-        session.run("pytest", "-q", "-n", "auto", "--dist", "loadgroup", "--durations=15", *session.posargs)
+        # TEST_WORKERS side by side (pytest-xdist): most of a test's time is a trial waiting out its scenario's
+        # pacing; a module whose tests share an expensive fixture is one group (xdist_group), made once on one worker
+        session.run("pytest", "-q", "-n", TEST_WORKERS, "--dist", "loadgroup", "--durations=15", *session.posargs)
         return
     install_framework(session, suite, "test")
     session.run("stopbench", "test-adapter", suite, *session.posargs)
