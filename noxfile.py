@@ -53,18 +53,20 @@ SELECT += ["--anchors", os.environ["STOPBENCH_ANCHORS"]] if os.environ.get("STOP
 SELECT += ["--reps-rule", os.environ.get("STOPBENCH_REPS_RULE", "agree")]
 
 
-def install_framework(session: nox.Session, name: str, *extras: str) -> None:
+def install_framework(session: nox.Session, name: str, *extras: str, precompile: bool = True) -> None:
     """The harness (with `extras`) plus one framework's adapter dependencies, at its pinned versions; for an adapter
     process in JavaScript or an orchestrator CLI from npm, its packages from its lockfile (`npm ci` in its folder,
     on the Node the adapter runs on: node_modules is never committed).
-    A reused environment whose install would change nothing (harness/install_state.py) is left as it is."""
+    A reused environment whose install would change nothing (harness/install_state.py) is left as it is. Without
+    `precompile` (the tests: they count what trials did, not the CPU they took) an installed module is compiled as
+    Python does by default, on its first import and cached, instead of every one of them at install."""
     spec = f".[{','.join(extras)}]" if extras else "."
     args = ["-e", spec, *FRAMEWORKS[name].install_args()]
     env = Path(session.virtualenv.location)
     digest = install_digest(args, [ROOT / "pyproject.toml"])
     if not is_installed(env, digest):
         session.install(*args)
-        compile_bytecode(session, site_packages=True)
+        compile_bytecode(session, site_packages=precompile)
         mark_installed(env, digest)
     compile_bytecode(session)  # the repository's own code changes between sessions; it is small
     framework = FRAMEWORKS[name]
@@ -83,8 +85,8 @@ def compile_bytecode(session: nox.Session, site_packages: bool = False) -> None:
     subject, MCP server and world process compiles what it imports again, up to ~0.5 s of CPU a trial that no user
     pays. Files that do not compile (templates, other Python versions' code) are left as they are."""
     folders = ", ".join(["*site.getsitepackages()"] * site_packages + ["'harness'", "'adapters'", "'stopbench'"])
-    session.run_install("python", "-c", "import compileall, site; [compileall.compile_dir(d, quiet=2, workers=0) "
-                        f"for d in [{folders}]]", silent=True)  # part of the install: also under --install-only
+    session.run_install("python", "-c", "import compileall, re, site; [compileall.compile_dir(d, quiet=2, workers=0, "
+                        f"rx=re.compile('node_modules')) for d in [{folders}]]", silent=True)  # also --install-only
 
 
 @nox.session
@@ -92,7 +94,7 @@ def compile_bytecode(session: nox.Session, site_packages: bool = False) -> None:
 def tests(session: nox.Session, suite: str) -> None:
     """`core`: the world, the harness and the reference adapter; others: that adapter's contract tests."""
     if suite == "core":
-        install_framework(session, CORE, "test", "report", "dev")
+        install_framework(session, CORE, "test", "report", "dev", precompile=False)
         session.run("ruff", "check", ".")
         # the public API (the stopbench package) is typed: mypy --strict on it
         session.run("mypy", "--strict", "--follow-imports=silent", "--ignore-missing-imports", "stopbench")
@@ -101,7 +103,7 @@ def tests(session: nox.Session, suite: str) -> None:
         # pacing; a module whose tests share an expensive fixture is one group (xdist_group), made once on one worker
         session.run("pytest", "-q", "-n", TEST_WORKERS, "--dist", "loadgroup", "--durations=15", *session.posargs)
         return
-    install_framework(session, suite, "test")
+    install_framework(session, suite, "test", precompile=False)
     session.run("stopbench", "test-adapter", suite, *session.posargs)
 
 

@@ -20,7 +20,10 @@ def frame(rows: list[dict[str, Any]]):
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    return df.reindex(columns=schema.columns([*schema.FIELDS, *df.columns]))
+    # text as Python objects: pandas 3 stores it in Arrow arrays, which made every small frame a table is read from
+    # (a button's trials, a condition's) cost a pyarrow call per column: the report's tables took 2.6 x the CPU
+    text = {c: object for c, dtype in df.dtypes.items() if isinstance(dtype, pd.StringDtype)}
+    return df.astype(text).reindex(columns=schema.columns([*schema.FIELDS, *df.columns]))
 
 
 def numbers(df, name: str):
