@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from harness.trial.priority import BACKGROUND_NICE
 from harness.trial.world_client import WorldClient, WorldProcess
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite's own computing (a report's tables, a wheel's build) runs at the trials' CPU priority
+    (harness/trial/priority.py), in every xdist worker too: at full priority beside them it starved their subjects,
+    which then missed their deadlines or let a stream run on, whatever their stop did."""
+    os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), BACKGROUND_NICE))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
