@@ -29,9 +29,12 @@ SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 
 
 def _dead_pid() -> int:
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
+    """A pid no process has, far from the ones being handed out: a pid that just ended is soon another process's
+    while the tests beside this one start theirs."""
+    pid = int(Path("/proc/sys/kernel/pid_max").read_text()) - 1
+    while owner.running(pid):
+        pid -= 1
+    return pid
 
 
 def test_reap_ends_leftovers_of_dead_owners_only(tmp_path):

@@ -113,6 +113,7 @@ def test_a_readme_without_markers_gets_the_block_at_its_end(planted):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the report's tables over every published row: ~50 s of CPU, shared with the workers
 def test_every_adapter_readme_holds_the_block_of_the_published_rows():
     """The published rows in results/ against the blocks of adapters/*/README.md: a stale block names its README
     and the command that rewrites it."""
