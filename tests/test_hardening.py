@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,17 +37,22 @@ def test_reap_ends_leftovers_of_dead_owners_only(tmp_path):
     dead = _dead_pid()
     orphan = subprocess.Popen(SLEEPER, env={**os.environ, owner.OWNER_ENV: owner.run_marker("r-gone", dead)})
     live = subprocess.Popen(SLEEPER, env={**os.environ, owner.OWNER_ENV: owner.run_marker("r-live", os.getpid())})
-    folder = Path(tempfile.gettempdir()) / f"stopbench-{dead}-known-x-abc"
+    # in a temporary folder of its own: every run's start sweeps the stale folders of the shared one (runner.py),
+    # and the tests beside this one start runs
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
+    folder = own_tmp / f"stopbench-{dead}-known-x-abc"
     folder.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(own_tmp)}
     try:
         time.sleep(0.2)  # both have exec'd: their environment is what /proc shows
-        dry = stopbench("reap", "--dry-run")
+        dry = stopbench("reap", "--dry-run", env=env)
         assert dry.returncode == 0
         assert f"would end {orphan.pid} (run, its runner is gone)" in dry.stdout
         assert f"left alone {live.pid} (run of runner {os.getpid()}, which is running)" in dry.stdout
         assert f"would remove {folder} (its runner is gone)" in dry.stdout
         assert orphan.poll() is None and folder.exists()  # a dry run ends nothing
-        r = stopbench("reap")
+        r = stopbench("reap", env=env)
         assert r.returncode == 0 and f"ending {orphan.pid}" in r.stdout
         assert orphan.wait(5) is not None
         assert live.poll() is None, "reap ended a live run's process"
